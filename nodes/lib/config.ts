@@ -1,0 +1,45 @@
+import { ChargingError } from './errors';
+
+/**
+ * Checks a URL the user typed for the service or the token endpoint. https is
+ * required unless the host is this machine or the user ticked "allow insecure
+ * http": credentials and tokens would otherwise cross the network in clear.
+ * Returns a warning to log when insecure http was allowed for a remote host.
+ */
+export function checkEndpointUrl(label: string, raw: unknown, allowInsecureHttp: boolean): { url: string; warning?: string } {
+  if (typeof raw !== 'string' || raw.trim() === '') {
+    throw new ChargingError('CONFIG', `${label} is not set in the charging-service configuration`);
+  }
+  const value = raw.trim();
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ChargingError('CONFIG', `${label} "${value}" is not a valid URL`);
+  }
+  if (url.username || url.password) {
+    throw new ChargingError('CONFIG', `${label} must not contain a user name or password; use the client ID and secret fields`);
+  }
+  if (url.protocol === 'https:') return { url: value };
+  if (url.protocol !== 'http:') throw new ChargingError('CONFIG', `${label} must start with https:// (got ${url.protocol})`);
+  if (isLoopback(url.hostname)) return { url: value };
+  if (!allowInsecureHttp) {
+    throw new ChargingError(
+      'CONFIG',
+      `${label} uses plain http to ${url.host}: credentials and tokens would travel unencrypted. Use https, or tick "Allow insecure http" in the configuration.`,
+    );
+  }
+  return { url: value, warning: `${label} uses plain http to ${url.host}: credentials and tokens travel unencrypted` };
+}
+
+export function isLoopback(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** A positive number from an editor field, or the default. */
+export function positiveNumber(raw: unknown, fallback: number, min: number, max: number): number {
+  const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
+  if (!Number.isFinite(n)) return fallback;
+  return Math.min(max, Math.max(min, n));
+}

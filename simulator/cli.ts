@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+/**
+ * charging-simulator: run the service simulator from the command line.
+ *   charging-simulator --port 18080 --fault get:status:503:3 --fault token:latency:2000
+ */
+import { ChargingServiceSimulator, FaultKind, FaultRule, FaultTarget, SimulatorOptions } from './simulator';
+
+const HELP = `Usage: charging-simulator [options]
+  --port N              port to listen on (default 18080; 0 picks a free one)
+  --host H              address to bind (default 127.0.0.1)
+  --client-id ID        client ID to accept (default demo-client)
+  --client-secret S     client secret to accept (default demo-secret)
+  --token-lifetime S    access token lifetime in seconds (default 1800, the spec's 30 min)
+  --no-expires-in       leave expires_in out of token responses
+  --start-delay MS      time from START to a session with a transactionId (default 1000)
+  --stop-delay MS       time from STOP until the session is gone (default 1000)
+  --power W             charging power that advances the meter (default 11000)
+  --no-session MODE     answer to a progress query with no session: 404 (default), 204, empty200
+  --fault SPEC          inject a fault: target:kind[:status-or-ms][:times]
+                        target: token | get | post | service | any
+                        kind:   latency | hang | reset | status | revoke | malformed | truncated | huge
+                        times:  a number or 'always' (default 1)
+                        e.g. get:status:503:3, token:latency:2000:always, post:reset
+At run time: POST /__sim/faults with a JSON rule, DELETE /__sim/faults, GET /__sim/state.`;
+
+export function parseFault(spec: string): FaultRule {
+  const [target, kind, arg, times] = spec.split(':');
+  const targets: FaultTarget[] = ['token', 'get', 'post', 'service', 'any'];
+  const kinds: FaultKind[] = ['latency', 'hang', 'reset', 'status', 'revoke', 'malformed', 'truncated', 'huge'];
+  if (!targets.includes(target as FaultTarget) || !kinds.includes(kind as FaultKind)) throw new Error(`bad --fault ${spec}`);
+  const rule: FaultRule = { target: target as FaultTarget, kind: kind as FaultKind };
+  if (arg) {
+    if (kind === 'status') rule.status = Number(arg);
+    else if (kind === 'latency') rule.delayMs = Number(arg);
+    else if (kind === 'huge') rule.hugeBytes = Number(arg);
+  }
+  rule.times = times === 'always' ? Infinity : times ? Number(times) : kind === 'latency' ? Infinity : 1;
+  return rule;
+}
+
+export function parseArgs(argv: string[]): { options: SimulatorOptions; faults: FaultRule[]; help: boolean } {
+  const options: SimulatorOptions = { port: 18080 };
+  const faults: FaultRule[] = [];
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const next = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${a} needs a value`);
+      return v;
+    };
+    switch (a) {
+      case '--port': options.port = Number(next()); break;
+      case '--host': options.host = next(); break;
+      case '--client-id': options.clientId = next(); break;
+      case '--client-secret': options.clientSecret = next(); break;
+      case '--token-lifetime': options.tokenLifetimeSec = Number(next()); break;
+      case '--no-expires-in': options.omitExpiresIn = true; break;
+      case '--start-delay': options.startDelayMs = Number(next()); break;
+      case '--stop-delay': options.stopDelayMs = Number(next()); break;
+      case '--power': options.powerW = Number(next()); break;
+      case '--no-session': options.noSession = next() as SimulatorOptions['noSession']; break;
+      case '--fault': faults.push(parseFault(next())); break;
+      case '-h': case '--help': help = true; break;
+      default: throw new Error(`unknown option ${a}`);
+    }
+  }
+  return { options, faults, help };
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${HELP}`);
+    process.exit(2);
+  }
+  if (parsed.help) {
+    console.log(HELP);
+    return;
+  }
+  const sim = new ChargingServiceSimulator(parsed.options);
+  await sim.start();
+  for (const f of parsed.faults) sim.inject(f);
+  const o = sim.options;
+  console.log(`Charging service simulator listening on ${sim.url}
+  Base URL:      ${sim.baseUrl}
+  Token URL:     ${sim.authUrl}     (tokens at ${sim.authUrl}/v1/token)
+  Client ID:     ${o.clientId}
+  Client secret: ${o.clientSecret}
+  Token lifetime ${o.tokenLifetimeSec} s; session starts ${o.startDelayMs} ms after START${parsed.faults.length ? `; ${parsed.faults.length} fault(s) armed` : ''}`);
+  const shutdown = () => void sim.stop().then(() => process.exit(0));
+  process.on('SIGINT', shutdown);
+  process.on('SIGTERM', shutdown);
+}
+
+if (require.main === module) void main();

@@ -1,0 +1,544 @@
+/**
+ * A standalone HTTP server that behaves like the Charging Session Remote-Control
+ * Service and its token endpoint (service-spec.md), with fault injection.
+ * Used by the tests, the demo (`npm start`) and the soak. No Node-RED in here.
+ */
+import http from 'node:http';
+import crypto from 'node:crypto';
+import type { AddressInfo, Socket } from 'node:net';
+
+export type FaultTarget = 'token' | 'get' | 'post' | 'service' | 'any';
+
+export type FaultKind =
+  | 'latency' // answer normally after delayMs
+  | 'hang' // never answer (the socket stays open until the client gives up)
+  | 'reset' // destroy the connection without an answer
+  | 'status' // answer with status, body, headers
+  | 'revoke' // revoke the caller's (valid) token first: 401 follows
+  | 'malformed' // 200 whose body is not JSON
+  | 'truncated' // 200 whose body is cut short (Content-Length larger than sent)
+  | 'huge'; // 200 with a body of hugeBytes
+
+export interface FaultRule {
+  target: FaultTarget;
+  kind: FaultKind;
+  /** how many matching requests it applies to; default 1, Infinity for "until cleared" */
+  times?: number;
+  status?: number;
+  body?: string;
+  headers?: Record<string, string>;
+  delayMs?: number;
+  hugeBytes?: number;
+  /**
+   * For POST: act on the command first, then fail the answer (the station got the
+   * request; the client cannot know). Default false: fail before processing.
+   */
+  afterProcessing?: boolean;
+  /** internal: how many times it has applied */
+  applied?: number;
+}
+
+export interface SimulatorOptions {
+  host?: string;
+  port?: number;
+  clientId?: string;
+  clientSecret?: string;
+  /** scopes a client may ask for; empty: any */
+  allowedScopes?: string[];
+  tokenLifetimeSec?: number;
+  /** leave expires_in out of the token response */
+  omitExpiresIn?: boolean;
+  /** after START: the record has no transactionData for this long */
+  startDelayMs?: number;
+  /** after STOP: the session stays visible (meter frozen) for this long, then is gone */
+  stopDelayMs?: number;
+  /** charging power used to advance the meter, W */
+  powerW?: number;
+  /** what GET answers when no session matches */
+  noSession?: '404' | '204' | 'empty200';
+  /** body of the 202 */
+  acceptBody?: 'empty' | 'json';
+  /** how many recent requests to keep for inspection */
+  keepRequests?: number;
+  now?: () => number;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+interface Session {
+  locationId: string;
+  evseId: string;
+  token: string;
+  locationUid: string;
+  createdAt: number;
+  startedAt: number;
+  transactionId: string;
+  cdrId: string;
+  meterStart: number;
+  powerW: number;
+  stoppedAt: number | null;
+}
+
+export interface SimulatorCounters {
+  tokenRequests: number;
+  tokensIssued: number;
+  starts: number;
+  stops: number;
+  progressQueries: number;
+  /** a START for a token whose session was already active: what the soak counts as a duplicate */
+  duplicateStarts: number;
+  /** a STOP for a session already stopping */
+  duplicateStops: number;
+  unauthorized: number;
+  faultsApplied: number;
+}
+
+export const SESSIONS_PATH = '/poi/v1/charging-sessions';
+export const TOKEN_PATH = '/auth/v1/token';
+
+export class ChargingServiceSimulator {
+  readonly options: Required<Omit<SimulatorOptions, 'now' | 'port' | 'host'>> & { host: string; port: number };
+  readonly counters: SimulatorCounters = emptyCounters();
+  readonly requests: RecordedRequest[] = [];
+  private readonly tokens = new Map<string, { expiresAt: number; revoked: boolean }>();
+  private readonly sessions = new Map<string, Session>();
+  private faults: FaultRule[] = [];
+  private server: http.Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private readonly now: () => number;
+  private meterSeed = 12_000;
+
+  constructor(opts: SimulatorOptions = {}) {
+    this.options = {
+      host: opts.host ?? '127.0.0.1',
+      port: opts.port ?? 0,
+      clientId: opts.clientId ?? 'demo-client',
+      clientSecret: opts.clientSecret ?? 'demo-secret',
+      allowedScopes: opts.allowedScopes ?? [],
+      tokenLifetimeSec: opts.tokenLifetimeSec ?? 1800,
+      omitExpiresIn: opts.omitExpiresIn ?? false,
+      startDelayMs: opts.startDelayMs ?? 1000,
+      stopDelayMs: opts.stopDelayMs ?? 1000,
+      powerW: opts.powerW ?? 11_000,
+      noSession: opts.noSession ?? '404',
+      acceptBody: opts.acceptBody ?? 'empty',
+      keepRequests: opts.keepRequests ?? 1000,
+    };
+    this.now = opts.now ?? Date.now;
+  }
+
+  async start(): Promise<this> {
+    const server = http.createServer((req, res) => this.handle(req, res));
+    server.keepAliveTimeout = 5_000;
+    server.on('connection', (s: Socket) => {
+      this.sockets.add(s);
+      s.on('close', () => this.sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port, this.options.host, () => resolve());
+    });
+    this.server = server;
+    this.options.port = (server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    if (!server) return;
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  get url(): string {
+    const h = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
+    return `http://${h}:${this.options.port}`;
+  }
+
+  /** What a charging-service config node should be given. */
+  get baseUrl(): string {
+    return this.url;
+  }
+
+  get authUrl(): string {
+    return `${this.url}/auth`;
+  }
+
+  /** Adds a fault; it applies to the next `times` matching requests. */
+  inject(rule: FaultRule): void {
+    this.faults.push({ times: 1, ...rule, applied: 0 });
+  }
+
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  /** Revoke every token issued so far: the next service request gets 401. */
+  revokeAllTokens(): void {
+    for (const t of this.tokens.values()) t.revoked = true;
+  }
+
+  reset(): void {
+    this.clearFaults();
+    this.tokens.clear();
+    this.sessions.clear();
+    this.requests.length = 0;
+    Object.assign(this.counters, emptyCounters());
+  }
+
+  /** The live session for an RFID token, if any (tests look inside). */
+  session(token: string): Readonly<Session> | undefined {
+    return this.sessions.get(token);
+  }
+
+  activeSessions(): number {
+    this.expireSessions();
+    return this.sessions.size;
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= 64 * 1024) chunks.push(c);
+    });
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://sim');
+      const body = Buffer.concat(chunks).toString('utf8');
+      const rec: RecordedRequest = {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams.entries()),
+        headers: req.headers,
+        body,
+        at: this.now(),
+      };
+      if (url.pathname.startsWith('/__sim/')) return this.control(rec, res);
+      this.requests.push(rec);
+      if (this.requests.length > this.options.keepRequests) this.requests.splice(0, this.requests.length - this.options.keepRequests);
+      if (size > 64 * 1024) return json(res, 413, { error: 'payload_too_large', message: 'request body over 64 KiB' });
+      void this.route(rec, req, res);
+    });
+  }
+
+  private async route(rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const target: FaultTarget | null =
+      rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
+    const fault = target ? this.takeFault(target) : undefined;
+    if (fault && !(fault.afterProcessing && target === 'post')) {
+      if (await this.applyFault(fault, rec, req, res, target)) return;
+    }
+    if (target === 'token') return this.token(rec, res);
+    if (target === 'get' || target === 'post') {
+      const auth = this.authorise(rec);
+      if (auth) {
+        this.counters.unauthorized++;
+        return json(res, 401, { error: 'unauthorized', message: auth });
+      }
+      if (target === 'get') return this.progress(rec, res);
+      if (fault && fault.afterProcessing) {
+        // The station gets the command; the answer is lost.
+        this.command(rec, null);
+        await this.applyFault(fault, rec, req, res, target);
+        return;
+      }
+      return this.command(rec, res);
+    }
+    json(res, 404, { error: 'not_found', message: `no such path ${rec.path}` });
+  }
+
+  private takeFault(target: FaultTarget): FaultRule | undefined {
+    const rule = this.faults.find(
+      (f) => f.target === target || f.target === 'any' || (f.target === 'service' && (target === 'get' || target === 'post')),
+    );
+    if (!rule) return undefined;
+    rule.applied = (rule.applied ?? 0) + 1;
+    if (rule.applied >= (rule.times ?? 1)) this.faults.splice(this.faults.indexOf(rule), 1);
+    this.counters.faultsApplied++;
+    return rule;
+  }
+
+  /** Returns true when the fault answered (or killed) the request itself. */
+  private async applyFault(f: FaultRule, rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse, target: FaultTarget | null): Promise<boolean> {
+    switch (f.kind) {
+      case 'latency':
+        await delay(f.delayMs ?? 500);
+        return false;
+      case 'hang':
+        return true; // never answer; stop() destroys the socket
+      case 'reset':
+        req.socket.destroy();
+        return true;
+      case 'status': {
+        const status = f.status ?? 500;
+        res.writeHead(status, { ...(f.body ? { 'Content-Type': f.body.trim().startsWith('{') ? 'application/json' : 'text/plain' } : {}), ...(f.headers ?? {}) });
+        res.end(f.body ?? '');
+        return true;
+      }
+      case 'revoke': {
+        const bearer = bearerOf(rec);
+        const t = bearer ? this.tokens.get(bearer) : undefined;
+        if (t) t.revoked = true;
+        return false;
+      }
+      case 'malformed':
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('<html>Service Unavailable</html>');
+        return true;
+      case 'truncated': {
+        const full = target === 'token' ? JSON.stringify({ access_token: 'x'.repeat(40), token_type: 'Bearer', expires_in: 1800 }) : JSON.stringify(this.demoRecord(rec.query.token ?? 'tok'));
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(full.length) });
+        res.write(full.slice(0, Math.floor(full.length / 2)));
+        setTimeout(() => req.socket.destroy(), 10);
+        return true;
+      }
+      case 'huge': {
+        const n = f.hugeBytes ?? 5 * 1024 * 1024;
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end(`{"pad":"${'x'.repeat(n)}"}`);
+        return true;
+      }
+    }
+  }
+
+  private control(rec: RecordedRequest, res: http.ServerResponse): void {
+    // Loopback-only helper for the CLI and demos: inject faults, read counters.
+    if (rec.path === '/__sim/faults' && rec.method === 'POST') {
+      try {
+        const rule = JSON.parse(rec.body) as FaultRule;
+        if (rule.times === null || (rule.times as unknown) === 'Infinity') rule.times = Infinity;
+        this.inject(rule);
+        return json(res, 200, { ok: true });
+      } catch {
+        return json(res, 400, { error: 'bad fault rule' });
+      }
+    }
+    if (rec.path === '/__sim/faults' && rec.method === 'DELETE') {
+      this.clearFaults();
+      return json(res, 200, { ok: true });
+    }
+    if (rec.path === '/__sim/revoke' && rec.method === 'POST') {
+      this.revokeAllTokens();
+      return json(res, 200, { ok: true });
+    }
+    if (rec.path === '/__sim/state') {
+      return json(res, 200, { counters: this.counters, activeSessions: this.activeSessions(), faults: this.faults });
+    }
+    json(res, 404, { error: 'not_found' });
+  }
+
+  // ---------------------------------------------------------------- token endpoint (spec §4.3)
+
+  private token(rec: RecordedRequest, res: http.ServerResponse): void {
+    this.counters.tokenRequests++;
+    if (rec.method !== 'POST') return json(res, 405, { error: 'invalid_request', error_description: 'use POST' });
+    const auth = rec.headers.authorization ?? '';
+    const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(auth);
+    if (!m) return json(res, 401, { error: 'invalid_client', error_description: 'Basic client credentials required' }, { 'WWW-Authenticate': 'Basic realm="token"' });
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    const id = colon >= 0 ? decoded.slice(0, colon) : decoded;
+    const secret = colon >= 0 ? decoded.slice(colon + 1) : '';
+    if (!safeEqual(id, this.options.clientId) || !safeEqual(secret, this.options.clientSecret)) {
+      return json(res, 401, { error: 'invalid_client', error_description: 'client authentication failed' });
+    }
+    const accept = rec.headers.accept ?? '';
+    if (!/application\/json/.test(accept)) return json(res, 406, { error: 'invalid_request', error_description: 'Accept: application/json required' });
+    const ctype = rec.headers['content-type'] ?? '';
+    if (!/^application\/x-www-form-urlencoded/.test(ctype)) {
+      return json(res, 400, { error: 'invalid_request', error_description: 'form-encoded body required' });
+    }
+    const form = new URLSearchParams(rec.body);
+    if (form.get('grant_type') !== 'client_credentials') {
+      return json(res, 400, { error: 'unsupported_grant_type', error_description: 'grant_type must be client_credentials' });
+    }
+    const scopes = (form.get('scope') ?? '').split(' ').filter(Boolean);
+    if (this.options.allowedScopes.length > 0) {
+      const bad = scopes.filter((s) => !this.options.allowedScopes.includes(s));
+      if (bad.length > 0) return json(res, 400, { error: 'invalid_scope', error_description: `unknown scope ${bad.join(' ')}` });
+    }
+    const value = crypto.randomBytes(24).toString('base64url');
+    const lifetime = this.options.tokenLifetimeSec;
+    this.tokens.set(value, { expiresAt: this.now() + lifetime * 1000, revoked: false });
+    this.counters.tokensIssued++;
+    // Forget long-expired tokens so a months-long demo does not grow.
+    if (this.tokens.size > 1000) for (const [k, t] of this.tokens) if (t.expiresAt < this.now()) this.tokens.delete(k);
+    const body: Record<string, unknown> = { access_token: value, token_type: 'Bearer', scope: scopes.join(' ') };
+    if (!this.options.omitExpiresIn) body.expires_in = lifetime;
+    json(res, 200, body, { 'Cache-Control': 'no-store' });
+  }
+
+  private authorise(rec: RecordedRequest): string | null {
+    const bearer = bearerOf(rec);
+    if (!bearer) return 'missing bearer token';
+    const t = this.tokens.get(bearer);
+    if (!t) return 'unknown token';
+    if (t.revoked) return 'token revoked';
+    if (this.now() >= t.expiresAt) return 'token expired';
+    return null;
+  }
+
+  // ---------------------------------------------------------------- service (spec §4.1, §4.2)
+
+  /** res null: process only (a fault answers instead). */
+  private command(rec: RecordedRequest, res: http.ServerResponse | null): void {
+    const reply = (status: number, body: unknown) => {
+      if (res) json(res, status, body);
+    };
+    if (!/^application\/json/.test(rec.headers['content-type'] ?? '')) return reply(415, { error: 'unsupported_media_type', message: 'Content-Type must be application/json' });
+    let cmd: Record<string, unknown>;
+    try {
+      cmd = JSON.parse(rec.body) as Record<string, unknown>;
+    } catch {
+      return reply(400, { error: 'invalid_request', message: 'body is not JSON' });
+    }
+    if (!cmd || typeof cmd !== 'object' || Array.isArray(cmd)) return reply(400, { error: 'invalid_request', message: 'body must be an object' });
+    for (const f of ['action', 'locationId', 'evseId', 'token']) {
+      if (typeof cmd[f] !== 'string' || cmd[f] === '') return reply(400, { error: 'invalid_request', message: `${f} must be a non-empty string` });
+    }
+    const { action, locationId, evseId, token } = cmd as Record<string, string>;
+    this.expireSessions();
+    if (action === 'START') {
+      this.counters.starts++;
+      if ('transactionId' in cmd) return reply(400, { error: 'invalid_request', message: 'transactionId must not be sent with START' });
+      const existing = this.sessions.get(token);
+      if (existing) {
+        this.counters.duplicateStarts++;
+        return reply(409, { error: 'conflict', message: `a session is already active for token ${token}` });
+      }
+      for (const s of this.sessions.values()) {
+        if (s.locationId === locationId && s.evseId === evseId) return reply(409, { error: 'conflict', message: `connector ${evseId} at ${locationId} is busy` });
+      }
+      const now = this.now();
+      this.meterSeed += 1_000;
+      this.sessions.set(token, {
+        locationId,
+        evseId,
+        token,
+        locationUid: uuidFrom(locationId),
+        createdAt: now,
+        startedAt: now + this.options.startDelayMs,
+        transactionId: `TX-${crypto.randomBytes(6).toString('hex').toUpperCase()}`,
+        cdrId: crypto.randomUUID(),
+        meterStart: this.meterSeed,
+        powerW: this.options.powerW,
+        stoppedAt: null,
+      });
+      return this.accepted(res, 'START');
+    }
+    if (action === 'STOP') {
+      this.counters.stops++;
+      if (typeof cmd.transactionId !== 'string' || cmd.transactionId === '') return reply(400, { error: 'invalid_request', message: 'transactionId is required with STOP' });
+      const s = this.sessions.get(token);
+      if (!s) return reply(404, { error: 'not_found', message: `no active session for token ${token}` });
+      if (s.locationId !== locationId || s.evseId !== evseId) return reply(400, { error: 'invalid_request', message: 'locationId and evseId do not match the session' });
+      if (this.now() < s.startedAt) return reply(409, { error: 'conflict', message: 'the session has not started yet' });
+      if (s.transactionId !== cmd.transactionId) return reply(400, { error: 'invalid_request', message: `transactionId ${String(cmd.transactionId)} does not match the session` });
+      if (s.stoppedAt !== null) {
+        this.counters.duplicateStops++;
+        return reply(409, { error: 'conflict', message: 'the session is already stopping' });
+      }
+      s.stoppedAt = this.now();
+      return this.accepted(res, 'STOP');
+    }
+    reply(400, { error: 'invalid_request', message: `action must be START or STOP, not ${action}` });
+  }
+
+  private accepted(res: http.ServerResponse | null, action: string): void {
+    if (!res) return;
+    if (this.options.acceptBody === 'json') return json(res, 202, { status: 'ACCEPTED', action });
+    res.writeHead(202);
+    res.end();
+  }
+
+  private progress(rec: RecordedRequest, res: http.ServerResponse): void {
+    this.counters.progressQueries++;
+    const token = rec.query.token;
+    if (!token) return json(res, 400, { error: 'invalid_request', message: 'query parameter token is required' });
+    this.expireSessions();
+    const s = this.sessions.get(token);
+    if (!s) {
+      if (this.options.noSession === '204') {
+        res.writeHead(204);
+        return void res.end();
+      }
+      if (this.options.noSession === 'empty200') {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        return void res.end('');
+      }
+      return json(res, 404, { error: 'not_found', message: `no session for token ${token}` });
+    }
+    json(res, 200, this.recordOf(s));
+  }
+
+  private recordOf(s: Session): Record<string, unknown> {
+    const now = this.now();
+    const record: Record<string, unknown> = {
+      eventType: 'Updated',
+      timestamp: new Date(now).toISOString().replace(/Z$/, ''), // spec §2.2: no zone designator
+      createdAt: new Date(s.createdAt).toISOString(),
+      evseId: /^\d+$/.test(s.evseId) ? Number(s.evseId) : s.evseId, // spec §2.2: a number in the record
+      connectorId: null,
+      tokenId: s.token,
+      locationId: s.locationId,
+      locationUid: s.locationUid,
+    };
+    if (now >= s.startedAt) {
+      const until = s.stoppedAt ?? now;
+      const wh = Math.max(0, Math.floor(((until - s.startedAt) / 3_600_000) * s.powerW));
+      record.transactionData = { transactionId: s.transactionId, cdrId: s.cdrId, meterStart: s.meterStart, meterEnd: s.meterStart + wh };
+    }
+    return record;
+  }
+
+  private demoRecord(token: string): Record<string, unknown> {
+    const now = this.now();
+    return this.recordOf({ locationId: 'LOC', evseId: '1', token, locationUid: uuidFrom('LOC'), createdAt: now, startedAt: now, transactionId: 'TX', cdrId: crypto.randomUUID(), meterStart: 0, powerW: 0, stoppedAt: null });
+  }
+
+  private expireSessions(): void {
+    const now = this.now();
+    for (const [k, s] of this.sessions) if (s.stoppedAt !== null && now >= s.stoppedAt + this.options.stopDelayMs) this.sessions.delete(k);
+  }
+}
+
+function emptyCounters(): SimulatorCounters {
+  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0 };
+}
+
+function json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), ...headers });
+  res.end(text);
+}
+
+function bearerOf(rec: RecordedRequest): string | null {
+  const m = /^Bearer (\S+)$/.exec(rec.headers.authorization ?? '');
+  return m ? m[1] : null;
+}
+
+function safeEqual(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'utf8');
+  const y = Buffer.from(b, 'utf8');
+  return x.length === y.length && crypto.timingSafeEqual(x, y);
+}
+
+function uuidFrom(text: string): string {
+  const h = crypto.createHash('sha1').update(text).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
