@@ -1,0 +1,135 @@
+/**
+ * Shared test plumbing: a real Node-RED runtime (node-red-node-test-helper), the
+ * real simulator over 127.0.0.1, and helpers to collect what a flow emits.
+ */
+import helper from 'node-red-node-test-helper';
+import type { Node } from 'node-red';
+import { ChargingServiceSimulator, SimulatorOptions } from '../simulator/simulator';
+
+helper.init(require.resolve('node-red'));
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+export const NODES = [
+  require('../nodes/charging-service'),
+  require('../nodes/charging-start'),
+  require('../nodes/charging-progress'),
+  require('../nodes/charging-stop'),
+];
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+export { helper };
+
+export const CLIENT_ID = 'test-client';
+export const CLIENT_SECRET = 'S3cr3t-Value-That-Must-Never-Leak';
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<ChargingServiceSimulator> {
+  return new ChargingServiceSimulator({
+    clientId: CLIENT_ID,
+    clientSecret: CLIENT_SECRET,
+    startDelayMs: 50,
+    stopDelayMs: 50,
+    ...opts,
+  }).start();
+}
+
+export type FlowNode = Record<string, unknown> & { id: string; type: string };
+
+/** A config node for the simulator plus the given nodes, and credentials for helper.load. */
+export function flowFor(sim: ChargingServiceSimulator, nodes: FlowNode[], service: Record<string, unknown> = {}): { flow: FlowNode[]; credentials: Record<string, unknown> } {
+  const flow: FlowNode[] = [
+    { id: 'f1', type: 'tab', label: 'test' },
+    { id: 'svc', type: 'charging-service', name: 'sim', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: 'sessions:write sessions:read', timeout: 5, maxInFlight: 8, ...service },
+    ...nodes.map((n) => ({ z: 'f1', ...n })),
+  ];
+  return { flow, credentials: { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } } };
+}
+
+export async function load(sim: ChargingServiceSimulator, nodes: FlowNode[], service: Record<string, unknown> = {}, credentials?: Record<string, unknown>): Promise<void> {
+  const f = flowFor(sim, nodes, service);
+  await helper.load(NODES, f.flow, credentials ?? f.credentials);
+}
+
+export interface Received {
+  msg: Record<string, unknown>;
+}
+
+/** Every message a helper node receives, in order, and a way to wait for the next ones. */
+export class Sink {
+  readonly messages: Array<Record<string, unknown>> = [];
+  private waiters: Array<{ n: number; resolve: () => void }> = [];
+
+  constructor(readonly node: Node) {
+    node.on('input', (msg: Record<string, unknown>) => {
+      this.messages.push(msg);
+      this.waiters = this.waiters.filter((w) => {
+        if (this.messages.length >= w.n) {
+          w.resolve();
+          return false;
+        }
+        return true;
+      });
+    });
+  }
+
+  static of(id: string): Sink {
+    return new Sink(helper.getNode(id));
+  }
+
+  /** Resolves with the n-th message (1-based), failing after timeoutMs. */
+  async nth(n: number, timeoutMs = 5000): Promise<Record<string, unknown>> {
+    if (this.messages.length < n) {
+      await new Promise<void>((resolve, reject) => {
+        const t = setTimeout(() => reject(new Error(`timed out waiting for message ${n} at ${this.node.id} (got ${this.messages.length})`)), timeoutMs);
+        this.waiters.push({
+          n,
+          resolve: () => {
+            clearTimeout(t);
+            resolve();
+          },
+        });
+      });
+    }
+    return this.messages[n - 1];
+  }
+
+  next(timeoutMs = 5000): Promise<Record<string, unknown>> {
+    return this.nth(this.messages.length + 1, timeoutMs);
+  }
+}
+
+export function send(id: string, msg: Record<string, unknown>): void {
+  (helper.getNode(id) as Node & { receive(m: unknown): void }).receive(msg);
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Everything Node-RED logged during the test, as text. */
+export function loggedText(): string {
+  const spy = helper.log();
+  return spy ? JSON.stringify(spy.args.map((a) => a.map((x: unknown) => (x instanceof Error ? `${x.message} ${x.stack}` : x)))) : '';
+}
+
+/** Every status object every node set during the test, as text. */
+export function statusCalls(nodeId?: string): Array<Record<string, unknown>> {
+  // The helper wraps Node.prototype.status in a sinon spy.
+  const proto = Object.getPrototypeOf(helper.getNode('svc')) as { status: { getCalls?: () => Array<{ thisValue: Node; args: unknown[] }> } };
+  const calls = proto.status.getCalls ? proto.status.getCalls() : [];
+  return calls.filter((c) => !nodeId || c.thisValue.id === nodeId).map((c) => c.args[0] as Record<string, unknown>);
+}
+
+/** Waits until cond() is true, polling; fails with the message after timeoutMs. */
+export async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await delay(10);
+  }
+}
+
+export function assertNoSecret(text: string, secrets: string[], where: string): void {
+  for (const s of secrets) {
+    if (s && text.includes(s)) throw new Error(`a secret appeared in ${where}`);
+  }
+}
