@@ -19,6 +19,11 @@ export const NODES = [
 
 export { helper };
 
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const NODE_PROTO = require(require.resolve('@node-red/runtime/lib/nodes/Node', { paths: [require.resolve('node-red')] })).prototype as {
+  status: { getCalls?: () => Array<{ thisValue: Node; args: unknown[] }> };
+};
+
 export const CLIENT_ID = 'test-client';
 export const CLIENT_SECRET = 'S3cr3t-Value-That-Must-Never-Leak';
 
@@ -71,8 +76,17 @@ export class Sink {
     });
   }
 
+  private static readonly byNode = new WeakMap<Node, Sink>();
+
+  /** The one sink for a helper node of the loaded flow (created on first use). */
   static of(id: string): Sink {
-    return new Sink(helper.getNode(id));
+    const node = helper.getNode(id);
+    let sink = Sink.byNode.get(node);
+    if (!sink) {
+      sink = new Sink(node);
+      Sink.byNode.set(node, sink);
+    }
+    return sink;
   }
 
   /** Resolves with the n-th message (1-based), failing after timeoutMs. */
@@ -113,9 +127,8 @@ export function loggedText(): string {
 
 /** Every status object every node set during the test, as text. */
 export function statusCalls(nodeId?: string): Array<Record<string, unknown>> {
-  // The helper wraps Node.prototype.status in a sinon spy.
-  const proto = Object.getPrototypeOf(helper.getNode('svc')) as { status: { getCalls?: () => Array<{ thisValue: Node; args: unknown[] }> } };
-  const calls = proto.status.getCalls ? proto.status.getCalls() : [];
+  // The helper wraps Node.prototype.status in a sinon spy while a flow is loaded.
+  const calls = NODE_PROTO.status.getCalls ? NODE_PROTO.status.getCalls() : [];
   return calls.filter((c) => !nodeId || c.thisValue.id === nodeId).map((c) => c.args[0] as Record<string, unknown>);
 }
 
