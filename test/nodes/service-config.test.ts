@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import type { ChargingServiceSimulator } from '../../simulator/simulator';
+import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret } from '../harness';
+
+const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['out']] };
+const SINKS = [{ id: 'out', type: 'helper' }, { id: 'caught', type: 'helper' }];
+const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
+
+describe('charging-service configuration', () => {
+  let sim: ChargingServiceSimulator;
+  before((done) => {
+    helper.startServer(done);
+  });
+  after((done) => {
+    helper.stopServer(done);
+  });
+  beforeEach(async () => {
+    sim = await startSimulator();
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await sim.stop();
+  });
+
+  describe('Test connection (admin endpoint)', () => {
+    it('fetches a token with the values posted and answers ok, without the token or the secret', async () => {
+      await load(sim, [PROGRESS, ...SINKS]);
+      const res = await helper
+        .request()
+        .post('/charging-service/test')
+        .send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })
+        .expect(200);
+      assert.deepEqual(res.body, { ok: true, expiresIn: 1800 });
+      assert.equal(sim.counters.tokensIssued, 1);
+      assert.ok(!res.text.includes(CLIENT_SECRET));
+    });
+
+    it('uses the stored secret when the editor sends the unchanged-password placeholder', async () => {
+      await load(sim, [PROGRESS, ...SINKS]);
+      const res = await helper
+        .request()
+        .post('/charging-service/test')
+        .send({ id: 'svc', baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' })
+        .expect(200);
+      assert.equal(res.body.ok, true);
+    });
+
+    it('reports the reason for a refusal, without echoing the secret', async () => {
+      await load(sim, [PROGRESS, ...SINKS]);
+      const res = await helper
+        .request()
+        .post('/charging-service/test')
+        .send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: 'Not-The-Secret-42' })
+        .expect(200);
+      assert.equal(res.body.ok, false);
+      assert.match(res.body.error, /Authentication failed: .* answered 401/);
+      assert.ok(!res.text.includes('Not-The-Secret-42'));
+    });
+
+    it('refuses plain http to a remote host unless allowed', async () => {
+      await load(sim, [PROGRESS, ...SINKS]);
+      const res = await helper
+        .request()
+        .post('/charging-service/test')
+        .send({ baseUrl: 'http://charging.example.com', authUrl: 'http://auth.example.com', clientId: 'a', clientSecret: 'b' })
+        .expect(200);
+      assert.equal(res.body.ok, false);
+      assert.match(res.body.error, /plain http/);
+    });
+  });
+
+  it('a configuration with http to a remote host fails every message with a CONFIG error, and sends nothing', async () => {
+    await load(sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.com', authUrl: 'http://auth.example.com' });
+    send('progress', { payload: { token: 'T' } });
+    const caught = await Sink.of('caught').next();
+    const error = caught.error as { code: string; message: string };
+    assert.equal(error.code, 'CONFIG');
+    assert.match(error.message, /Base URL uses plain http to charging\.example\.com/);
+  });
+
+  it('a missing secret is a CONFIG error naming it', async () => {
+    await load(sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: CLIENT_ID } });
+    send('progress', { payload: { token: 'T' } });
+    const caught = await Sink.of('caught').next();
+    assert.match((caught.error as { message: string }).message, /client secret is not set/);
+    assert.equal(sim.requests.length, 0);
+  });
+
+  it('a node without a configuration fails with a clear error instead of crashing', async () => {
+    await load(sim, [{ ...PROGRESS, service: '' }, ...SINKS, CATCH]);
+    send('progress', { payload: { token: 'T' } });
+    const caught = await Sink.of('caught').next();
+    assert.match((caught.error as { message: string }).message, /No charging-service configuration is selected/);
+    assertNoSecret(loggedText(), [CLIENT_SECRET], 'the log');
+  });
+});
