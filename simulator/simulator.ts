@@ -235,6 +235,7 @@ export class ChargingServiceSimulator {
   private async route(rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const target: FaultTarget | null =
       rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
+    if (target === 'token') this.counters.tokenRequests++;
     const fault = target ? this.takeFault(target) : undefined;
     if (fault && !(fault.afterProcessing && target === 'post')) {
       if (await this.applyFault(fault, rec, req, res, target)) return;
@@ -341,7 +342,6 @@ export class ChargingServiceSimulator {
   // ---------------------------------------------------------------- token endpoint (spec §4.3)
 
   private token(rec: RecordedRequest, res: http.ServerResponse): void {
-    this.counters.tokenRequests++;
     if (rec.method !== 'POST') return json(res, 405, { error: 'invalid_request', error_description: 'use POST' });
     const auth = rec.headers.authorization ?? '';
     const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(auth);

@@ -3,6 +3,7 @@
  * node, evaluating typed inputs, and the input/close lifecycle with status and
  * error reporting. Everything that is not Node-RED lives in ../lib.
  */
+import { setMaxListeners } from 'node:events';
 import type { Node, NodeAPI, NodeMessageInFlow, NodeMessage } from 'node-red';
 import { ChargingError, isChargingError } from '../lib/errors';
 import type { ServiceClient } from '../lib/service-client';
@@ -102,6 +103,8 @@ export function runNode(
   work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>,
 ): void {
   const controller = new AbortController();
+  // Every queued or retrying request of this node listens on one signal; hundreds at once are normal.
+  setMaxListeners(0, controller.signal);
   const inFlight = new Set<Promise<void>>();
   let closed = false;
   const setStatus = (s: NodeStatus) => {
