@@ -98,6 +98,10 @@ export interface SimulatorCounters {
   duplicateStops: number;
   unauthorized: number;
   faultsApplied: number;
+  /** TCP connections accepted */
+  connections: number;
+  /** most requests being handled at the same moment */
+  peakConcurrent: number;
 }
 
 export const SESSIONS_PATH = '/poi/v1/charging-sessions';
@@ -138,6 +142,7 @@ export class ChargingServiceSimulator {
     const server = http.createServer((req, res) => this.handle(req, res));
     server.keepAliveTimeout = 5_000;
     server.on('connection', (s: Socket) => {
+      this.counters.connections++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -206,7 +211,17 @@ export class ChargingServiceSimulator {
 
   // ---------------------------------------------------------------- plumbing
 
+  private concurrent = 0;
+
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.concurrent++;
+    this.counters.peakConcurrent = Math.max(this.counters.peakConcurrent, this.concurrent);
+    let counted = true;
+    const done = () => {
+      if (counted) this.concurrent--;
+      counted = false;
+    };
+    res.on('close', done);
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -514,7 +529,7 @@ export class ChargingServiceSimulator {
 }
 
 function emptyCounters(): SimulatorCounters {
-  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0 };
+  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0 };
 }
 
 function json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
