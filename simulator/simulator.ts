@@ -4,6 +4,7 @@
  * Used by the tests, the demo (`npm start`) and the soak. No Node-RED in here.
  */
 import http from 'node:http';
+import https from 'node:https';
 import crypto from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 
@@ -60,6 +61,8 @@ export interface SimulatorOptions {
   acceptBody?: 'empty' | 'json';
   /** how many recent requests to keep for inspection */
   keepRequests?: number;
+  /** serve https with this key and certificate (PEM) */
+  tls?: { key: string | Buffer; cert: string | Buffer };
   now?: () => number;
 }
 
@@ -108,7 +111,8 @@ export const SESSIONS_PATH = '/poi/v1/charging-sessions';
 export const TOKEN_PATH = '/auth/v1/token';
 
 export class ChargingServiceSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'now' | 'port' | 'host'>> & { host: string; port: number };
+  readonly options: Required<Omit<SimulatorOptions, 'now' | 'port' | 'host' | 'tls'>> & { host: string; port: number };
+  private readonly tls?: SimulatorOptions['tls'];
   readonly counters: SimulatorCounters = emptyCounters();
   readonly requests: RecordedRequest[] = [];
   private readonly tokens = new Map<string, { expiresAt: number; revoked: boolean }>();
@@ -136,10 +140,12 @@ export class ChargingServiceSimulator {
       keepRequests: opts.keepRequests ?? 1000,
     };
     this.now = opts.now ?? Date.now;
+    this.tls = opts.tls;
   }
 
   async start(): Promise<this> {
-    const server = http.createServer((req, res) => this.handle(req, res));
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
+    const server = this.tls ? https.createServer({ key: this.tls.key, cert: this.tls.cert }, handler) : http.createServer(handler);
     server.keepAliveTimeout = 5_000;
     server.on('connection', (s: Socket) => {
       this.counters.connections++;
@@ -165,7 +171,7 @@ export class ChargingServiceSimulator {
 
   get url(): string {
     const h = this.options.host.includes(':') ? `[${this.options.host}]` : this.options.host;
-    return `http://${h}:${this.options.port}`;
+    return `${this.tls ? 'https' : 'http'}://${h}:${this.options.port}`;
   }
 
   /** What a charging-service config node should be given. */

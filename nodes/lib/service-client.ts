@@ -7,6 +7,9 @@ import { ConcurrencyLimiter, sleep, abortError } from './concurrency-limiter';
 import { backoffDelay, parseRetryAfter } from './backoff';
 import { Redactor } from './redactor';
 import { ChargingCommand, ProgressRecord } from './session';
+import { HttpProxyAgent } from 'http-proxy-agent';
+import { HttpsProxyAgent } from 'https-proxy-agent';
+import { getProxyForUrl } from 'proxy-from-env';
 
 export interface RetryPolicy {
   /** attempts in all for a progress query (GET), the first included */
@@ -32,9 +35,11 @@ export interface ServiceClientOptions {
   retry?: Partial<RetryPolicy>;
   /** TLS options (ca, cert, key, rejectUnauthorized) for both endpoints */
   tls?: https.AgentOptions;
-  /** agents to use instead of our keep-alive ones (a proxy agent, for instance) */
-  httpAgent?: http.Agent;
-  httpsAgent?: https.Agent;
+  /**
+   * Proxy for both endpoints: a URL, false for none, or undefined to follow the
+   * standard environment variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
+   */
+  proxy?: string | false;
   /** largest response body accepted, bytes */
   maxBodyBytes?: number;
   tokenCache?: { defaultLifetimeMs?: number; renewMarginMs?: number; failureBackoffMs?: number; maxFailureBackoffMs?: number };
@@ -104,6 +109,7 @@ export class ServiceClient {
   private readonly tokenUrl: string;
   private readonly sessionsUrl: string;
   private readonly ownAgents: Array<http.Agent | https.Agent> = [];
+  private readonly agentsByUrl = new Map<string, { httpAgent: http.Agent; httpsAgent: https.Agent }>();
   private readonly inFlight = new Set<AbortController>();
   private recentTokens: string[] = [];
   private closed = false;
@@ -118,17 +124,30 @@ export class ServiceClient {
     this.redactor.add(options.clientSecret);
     this.redactor.add(basicCredentials(options.clientId, options.clientSecret));
 
+    // One keep-alive pool per destination: direct, or through the proxy that applies to it.
     const maxSockets = options.maxInFlight ?? 8;
-    const httpAgent = options.httpAgent ?? this.own(new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' }));
-    const httpsAgent =
-      options.httpsAgent ?? this.own(new https.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', ...(options.tls ?? {}) }));
+    const direct = {
+      httpAgent: this.own(new http.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo' })),
+      httpsAgent: this.own(new https.Agent({ keepAlive: true, maxSockets, scheduling: 'lifo', ...(options.tls ?? {}) })),
+    };
+    for (const url of [this.tokenUrl, this.sessionsUrl]) {
+      const proxy = options.proxy === false ? '' : (options.proxy ?? getProxyForUrl(url));
+      if (!proxy) {
+        this.agentsByUrl.set(url, direct);
+        continue;
+      }
+      this.redactProxyCredentials(proxy);
+      const agentOptions = { keepAlive: true, maxSockets, scheduling: 'lifo' as const };
+      this.agentsByUrl.set(url, {
+        httpAgent: this.own(new HttpProxyAgent(proxy, agentOptions)),
+        httpsAgent: this.own(new TlsTunnelAgent(proxy, agentOptions, options.tls ?? {})),
+      });
+    }
 
     this.http = axios.create({
       timeout: options.timeoutMs ?? 10_000,
-      httpAgent,
-      httpsAgent,
-      // The proxy, if any, comes in as an agent; axios's own env-proxy handling is turned off
-      // because it cannot tunnel https through an http proxy.
+      // Proxies come in as agents (above); axios's own env-proxy handling is off because it
+      // cannot tunnel https through an http proxy.
       proxy: false,
       maxRedirects: 0,
       maxContentLength: options.maxBodyBytes ?? 1024 * 1024,
@@ -205,6 +224,22 @@ export class ServiceClient {
     return this.redactor.redact(text);
   }
 
+  /** The destination through the proxy, if any: for messages and tests. */
+  viaProxy(which: 'token' | 'service'): boolean {
+    const agents = this.agentsByUrl.get(which === 'token' ? this.tokenUrl : this.sessionsUrl);
+    return agents !== undefined && agents.httpAgent instanceof HttpProxyAgent;
+  }
+
+  private redactProxyCredentials(proxy: string): void {
+    try {
+      const u = new URL(proxy);
+      this.redactor.add(decodeURIComponent(u.password));
+      this.redactor.add(u.password);
+    } catch {
+      // an unreadable proxy URL fails at the first request with a network error
+    }
+  }
+
   private own<T extends http.Agent>(agent: T): T {
     this.ownAgents.push(agent);
     return agent;
@@ -253,6 +288,7 @@ export class ServiceClient {
       try {
         this.stats.requests++;
         res = await this.http.request<string>({
+          ...this.agentsByUrl.get(this.sessionsUrl),
           method: op.method,
           url: this.sessionsUrl,
           params: op.params,
@@ -354,7 +390,7 @@ export class ServiceClient {
     }
     const timedOut = code === 'ECONNABORTED' || code === 'ETIMEDOUT';
     const notSent = NOT_SENT_CODES.has(code);
-    const tls = /CERT|SSL|TLS|SELF_SIGNED/i.test(code);
+    const tls = isTlsCode(code);
     const where = safeHost(this.sessionsUrl);
     if (tls) {
       return new ChargingError('NETWORK', `${op.what}: TLS handshake with ${where} failed (${code}). For a private CA, set it in a TLS configuration on the service node.`, { cause: code });
@@ -384,6 +420,7 @@ export class ServiceClient {
     const where = safeHost(this.tokenUrl);
     try {
       res = await this.http.request<string>({
+        ...this.agentsByUrl.get(this.tokenUrl),
         method: 'POST',
         url: this.tokenUrl,
         data: form.toString(),
@@ -397,7 +434,12 @@ export class ServiceClient {
     } catch (err) {
       if (controller.signal.aborted) throw closedError();
       const code = (err as AxiosError)?.code ?? 'UNKNOWN';
-      const reason = code === 'ECONNABORTED' || code === 'ETIMEDOUT' ? `no answer within ${this.options.timeoutMs ?? 10000} ms` : `connection failed (${code})`;
+      const reason =
+        code === 'ECONNABORTED' || code === 'ETIMEDOUT'
+          ? `no answer within ${this.options.timeoutMs ?? 10000} ms`
+          : isTlsCode(code)
+            ? `TLS handshake failed (${code}). For a private CA, set it in a TLS configuration on the service node.`
+            : `connection failed (${code})`;
       throw new ChargingError('AUTH', `Authentication failed: could not get an access token from ${where}: ${reason}`, { cause: code, retryable: true });
     } finally {
       this.inFlight.delete(controller);
@@ -451,6 +493,25 @@ export class ServiceClient {
   }
 }
 
+/**
+ * https-proxy-agent 7 does not pass its own options to the TLS connection with
+ * the destination (it resets `this.options`), so a private CA would be ignored
+ * behind a proxy. This adds the TLS options to every tunnelled connection.
+ */
+class TlsTunnelAgent extends HttpsProxyAgent<string> {
+  constructor(
+    proxy: string,
+    agentOptions: http.AgentOptions,
+    private readonly tls: https.AgentOptions,
+  ) {
+    super(proxy, agentOptions);
+  }
+
+  override connect(req: http.ClientRequest, opts: Parameters<HttpsProxyAgent<string>['connect']>[1]): ReturnType<HttpsProxyAgent<string>['connect']> {
+    return super.connect(req, { ...this.tls, ...opts } as typeof opts);
+  }
+}
+
 export function basicCredentials(clientId: string, clientSecret: string): string {
   return Buffer.from(`${clientId}:${clientSecret}`, 'utf8').toString('base64');
 }
@@ -473,6 +534,10 @@ function outcomeUnknown(op: Operation, why: string, details: { statusCode?: numb
     `${op.what} may or may not have reached the station: ${why}. It was not sent again, to avoid a duplicate ${op.what}; query the session's progress to see whether it took effect.`,
     { ...details, outcomeUnknown: true },
   );
+}
+
+function isTlsCode(code: string): boolean {
+  return /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(code);
 }
 
 function closedError(): ChargingError {

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
-import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret } from '../harness';
+import path from 'node:path';
+import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor } from '../harness';
+import { SIM_CERT, SIM_KEY } from '../lib/transport.test';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const TLS_NODE = require(require.resolve('@node-red/nodes/core/network/05-tls.js', { paths: [require.resolve('node-red')] }));
+const CA_FILE = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'sim-cert.pem');
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['out']] };
 const SINKS = [{ id: 'out', type: 'helper' }, { id: 'caught', type: 'helper' }];
@@ -76,6 +82,28 @@ describe('charging-service configuration', () => {
     const error = caught.error as { code: string; message: string };
     assert.equal(error.code, 'CONFIG');
     assert.match(error.message, /Base URL uses plain http to charging\.example\.com/);
+  });
+
+  it('talks https to a private-CA service through a tls-config node', async () => {
+    await sim.stop();
+    sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+    const f = flowFor(sim, [PROGRESS, ...SINKS, CATCH], { tls: 'tlsconf' });
+    // A global config node, as the editor makes it.
+    f.flow.push({ id: 'tlsconf', type: 'tls-config', cert: '', key: '', ca: CA_FILE, verifyservercert: true });
+    await helper.load([...NODES, TLS_NODE], f.flow, f.credentials);
+    send('progress', { payload: { token: 'T' } });
+    const msg = await Sink.of('out').next();
+    assert.equal(msg.payload, null);
+    assert.equal(Sink.of('caught').messages.length, 0);
+  });
+
+  it('without the tls-config node the same service is refused with a hint', async () => {
+    await sim.stop();
+    sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    send('progress', { payload: { token: 'T' } });
+    const caught = await Sink.of('caught').next();
+    assert.match((caught.error as { message: string }).message, /TLS handshake failed .* set it in a TLS configuration/);
   });
 
   it('a missing secret is a CONFIG error naming it', async () => {

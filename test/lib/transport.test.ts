@@ -1,0 +1,109 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ServiceClient, ServiceClientOptions } from '../../nodes/lib/service-client';
+import { ChargingError } from '../../nodes/lib/errors';
+import { ChargingServiceSimulator } from '../../simulator/simulator';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator } from '../harness';
+import { TestProxy } from '../proxy-server';
+
+const FIXTURES = path.join(__dirname, '..', '..', '..', 'test', 'fixtures');
+export const SIM_CERT = fs.readFileSync(path.join(FIXTURES, 'sim-cert.pem'));
+export const SIM_KEY = fs.readFileSync(path.join(FIXTURES, 'sim-key.pem'));
+
+function clientFor(sim: ChargingServiceSimulator, extra: Partial<ServiceClientOptions> = {}): ServiceClient {
+  return new ServiceClient({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, timeoutMs: 2000, ...extra });
+}
+
+const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'ALL_PROXY', 'all_proxy'];
+
+describe('transport: TLS and proxies', () => {
+  const saved: Record<string, string | undefined> = {};
+  let sim: ChargingServiceSimulator;
+  let client: ServiceClient | null = null;
+  beforeEach(() => {
+    for (const v of PROXY_VARS) {
+      saved[v] = process.env[v];
+      delete process.env[v];
+    }
+  });
+  afterEach(async () => {
+    await client?.close();
+    client = null;
+    await sim?.stop();
+    for (const v of PROXY_VARS) {
+      if (saved[v] === undefined) delete process.env[v];
+      else process.env[v] = saved[v];
+    }
+  });
+
+  describe('TLS', () => {
+    it('refuses a certificate from an unknown CA with an error that says how to fix it', async () => {
+      sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+      client = clientFor(sim);
+      assert.match(sim.baseUrl, /^https:/);
+      await assert.rejects(client.getProgress('x'), (e: ChargingError) => {
+        assert.equal(e.code, 'AUTH');
+        assert.match(e.message, /TLS handshake failed \(DEPTH_ZERO_SELF_SIGNED_CERT\)\. For a private CA, set it in a TLS configuration/);
+        return true;
+      });
+    });
+
+    it('works with the private CA given as TLS options', async () => {
+      sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+      client = clientFor(sim, { tls: { ca: SIM_CERT } });
+      const res = await client.getProgress('nobody');
+      assert.equal(res.record, null);
+    });
+  });
+
+  describe('proxy from the environment', () => {
+    let proxy: TestProxy;
+    beforeEach(async () => {
+      proxy = await new TestProxy().start();
+    });
+    afterEach(async () => {
+      await proxy.stop();
+    });
+
+    it('sends both endpoints through HTTP_PROXY', async () => {
+      sim = await startSimulator();
+      process.env.HTTP_PROXY = proxy.url;
+      client = clientFor(sim);
+      const res = await client.getProgress('nobody');
+      assert.equal(res.record, null);
+      assert.ok(proxy.seen.some((s) => s.startsWith(`POST ${sim.authUrl}/v1/token`)), proxy.seen.join());
+      assert.ok(proxy.seen.some((s) => s.startsWith(`GET ${sim.baseUrl}/poi/v1/charging-sessions?token=nobody`)), proxy.seen.join());
+    });
+
+    it('goes direct for hosts in NO_PROXY', async () => {
+      sim = await startSimulator();
+      process.env.HTTP_PROXY = proxy.url;
+      process.env.NO_PROXY = '127.0.0.1';
+      client = clientFor(sim);
+      await client.getProgress('nobody');
+      assert.deepEqual(proxy.seen, []);
+      assert.equal(client.viaProxy('service'), false);
+    });
+
+    it('tunnels https through HTTPS_PROXY with CONNECT, verifying the private CA end to end', async () => {
+      sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+      process.env.HTTPS_PROXY = proxy.url;
+      client = clientFor(sim, { tls: { ca: SIM_CERT } });
+      const res = await client.getProgress('nobody');
+      assert.equal(res.record, null);
+      assert.ok(proxy.seen.every((s) => s === `CONNECT 127.0.0.1:${sim.options.port}`), proxy.seen.join());
+      assert.ok(proxy.seen.length >= 1);
+    });
+
+    it('never shows the proxy password in an error', async () => {
+      sim = await startSimulator();
+      client = clientFor(sim, { proxy: 'http://user:Pr0xy-Pa55@127.0.0.1:1', retry: { getAttempts: 1 } });
+      await assert.rejects(client.getProgress('x'), (e: ChargingError) => {
+        assert.ok(!e.message.includes('Pr0xy-Pa55'));
+        assert.equal(e.code, 'AUTH');
+        return true;
+      });
+    });
+  });
+});
