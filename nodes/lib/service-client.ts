@@ -159,7 +159,7 @@ export class ServiceClient {
       transformResponse: [(data: unknown) => data],
     });
 
-    this.tokens = new TokenCache(() => this.requestToken(), options.tokenCache);
+    this.tokens = new TokenCache(() => this.requestTokenWithRetry(), options.tokenCache);
   }
 
   /** Request a fresh token, bypassing the cache: the config dialog's "Test connection". */
@@ -405,6 +405,28 @@ export class ServiceClient {
       return new ChargingError('TIMEOUT', `${op.what}: no answer from ${where} within ${this.options.timeoutMs ?? 10000} ms`, { cause: code, retryable: true });
     }
     return new ChargingError('NETWORK', `${op.what}: the connection to ${where} failed (${code})`, { cause: code, retryable: true });
+  }
+
+  /**
+   * Asking for a token again is harmless (unlike a START), so a transient failure
+   * (5xx, 429, network, timeout) is retried briefly inside the one shared flight;
+   * refused credentials (400/401/403) are not. The TokenCache backs off after that.
+   */
+  private async requestTokenWithRetry(): Promise<TokenResponse> {
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.requestToken();
+      } catch (err) {
+        const e = err as ChargingError;
+        const elapsed = Date.now() - started;
+        if (!(e instanceof ChargingError) || !e.retryable || attempt >= this.retry.postAttempts || this.closed) throw err;
+        const delay = backoffDelay(attempt, this.retry.baseDelayMs, this.retry.maxDelayMs);
+        if (elapsed + delay > this.retry.maxTotalMs) throw err;
+        this.stats.retries++;
+        await sleep(delay);
+      }
+    }
   }
 
   /** Spec §4.3. Errors here always name authentication. */

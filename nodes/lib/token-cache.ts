@@ -5,8 +5,10 @@ export interface AccessToken {
   value: string;
   /** epoch ms at which the token server says it expires */
   expiresAt: number;
-  /** epoch ms from which we ask for a new one */
+  /** epoch ms from which we ask for a new one (in the background) */
   renewAt: number;
+  /** epoch ms after which we no longer send it: a little before expiresAt, for clock skew and latency */
+  usableUntil: number;
 }
 
 export interface TokenResponse {
@@ -44,8 +46,6 @@ export class TokenCache {
   private failures = 0;
   private closed = false;
   private readonly opts: Required<TokenCacheOptions>;
-  /** how many token requests were made: for tests, the benchmark and the soak */
-  requests = 0;
 
   constructor(
     private readonly fetchToken: () => Promise<TokenResponse>,
@@ -60,17 +60,33 @@ export class TokenCache {
     };
   }
 
-  /** A valid token: the cached one, the one being fetched, or a new one. */
+  /**
+   * A valid token. Before renewAt: the cached one. Between renewAt and shortly
+   * before expiry: still the cached one, while a renewal runs in the background,
+   * so that neither a slow nor a failing token endpoint holds up requests as long
+   * as the current token is good. After that, or with no token: wait for a new one.
+   */
   get(): Promise<AccessToken> {
     if (this.closed) return Promise.reject(new ChargingError('CLOSED', 'The service configuration was closed'));
     const now = this.opts.now();
-    if (this.token && now < this.token.renewAt) return Promise.resolve(this.token);
+    const token = this.token;
+    if (token && now < token.renewAt) return Promise.resolve(token);
+    if (token && now < token.usableUntil) {
+      if (!this.pending && !this.inBackoff(now)) {
+        this.pending = this.fetch();
+        // The renewal's failure is kept in lastFailure; the callers of this round use the current token.
+        this.pending.catch(() => undefined);
+      }
+      return Promise.resolve(token);
+    }
     if (this.pending) return this.pending;
-    // A token past renewAt but not yet expired stays usable while a new one is fetched
-    // only through the pending promise; callers simply wait for the fresh one.
-    if (this.lastFailure && now < this.lastFailure.until) return Promise.reject(this.lastFailure.error);
+    if (this.lastFailure && this.inBackoff(now)) return Promise.reject(this.lastFailure.error);
     this.pending = this.fetch();
     return this.pending;
+  }
+
+  private inBackoff(now: number): boolean {
+    return this.lastFailure !== null && now < this.lastFailure.until;
   }
 
   /**
@@ -92,7 +108,6 @@ export class TokenCache {
   }
 
   private async fetch(): Promise<AccessToken> {
-    this.requests++;
     try {
       const res = await this.fetchToken();
       const issuedAt = this.opts.now();
@@ -101,10 +116,12 @@ export class TokenCache {
           ? res.expiresIn * 1000
           : this.opts.defaultLifetimeMs;
       const margin = Math.min(this.opts.renewMarginMs, lifetimeMs / 10);
+      const safety = Math.min(5_000, lifetimeMs / 20);
       const token: AccessToken = {
         value: res.accessToken,
         expiresAt: issuedAt + lifetimeMs,
         renewAt: issuedAt + lifetimeMs - margin,
+        usableUntil: issuedAt + lifetimeMs - safety,
       };
       this.failures = 0;
       this.lastFailure = null;

@@ -201,13 +201,27 @@ describe('fault handling (client against the simulator)', () => {
       ['hanging', { kind: 'hang' }, /could not get an access token .* no answer within 300 ms/],
     ] as const) {
       it(`${name}: an AUTH error that names authentication`, async () => {
-        sim.inject({ target: 'token', ...rule });
+        sim.inject({ target: 'token', times: Infinity, ...rule });
         const err = await rejection(client.getProgress('x'));
         assert.equal(err.code, 'AUTH');
         assert.match(err.message, pattern);
         assert.equal(gets(), 0, 'no service request without a token');
       });
     }
+
+    it('a single transient token failure (503, reset) is retried inside the flight and absorbed', async () => {
+      sim.inject({ target: 'token', kind: 'status', status: 503 });
+      sim.inject({ target: 'token', kind: 'reset' });
+      const res = await client.getProgress('nobody');
+      assert.equal(res.record, null);
+      assert.equal(sim.counters.tokenRequests, 3);
+    });
+
+    it('refused credentials are not retried: one token request', async () => {
+      sim.inject({ target: 'token', kind: 'status', status: 401, body: '{"error":"invalid_client"}', times: Infinity });
+      await rejection(client.getProgress('x'));
+      assert.equal(sim.counters.tokenRequests, 1);
+    });
 
     it('an unreachable token endpoint is an AUTH error naming the connection failure', async () => {
       await client.close();
@@ -223,27 +237,28 @@ describe('fault handling (client against the simulator)', () => {
       assert.equal(res.record, null);
     });
 
-    it('no request storm: 100 concurrent callers share one failed token request; recovery without a restart', async () => {
+    it('no request storm: 100 concurrent callers share one bounded token flight; recovery without a restart', async () => {
       sim.inject({ target: 'token', kind: 'status', status: 503, times: Infinity });
       const results = await Promise.allSettled(Array.from({ length: 100 }, () => client.getProgress('x')));
       assert.ok(results.every((r) => r.status === 'rejected'));
-      assert.equal(sim.counters.tokenRequests, 1);
+      assert.equal(sim.counters.tokenRequests, 3, 'one flight of 3 attempts, not 100');
       // Within the back-off: no new token request.
       await rejection(client.getProgress('x'));
-      assert.equal(sim.counters.tokenRequests, 1);
+      assert.equal(sim.counters.tokenRequests, 3);
       // The endpoint comes back; after the back-off the next message succeeds.
       sim.clearFaults();
       await new Promise((r) => setTimeout(r, 250));
       const res = await client.getProgress('nobody');
       assert.equal(res.record, null);
-      assert.equal(sim.counters.tokenRequests, 2);
+      assert.equal(sim.counters.tokenRequests, 4);
     });
 
     it('a token response without access_token, or of another type, is refused', async () => {
-      sim.inject({ target: 'token', kind: 'status', status: 200, body: '{"token_type":"Bearer"}' });
+      sim.inject({ target: 'token', kind: 'status', status: 200, body: '{"token_type":"Bearer"}', times: Infinity });
       assert.match((await rejection(client.getProgress('x'))).message, /without an access_token/);
       await new Promise((r) => setTimeout(r, 250));
-      sim.inject({ target: 'token', kind: 'status', status: 200, body: '{"access_token":"abcd","token_type":"MAC"}' });
+      sim.clearFaults();
+      sim.inject({ target: 'token', kind: 'status', status: 200, body: '{"access_token":"abcd","token_type":"MAC"}', times: Infinity });
       assert.match((await rejection(client.getProgress('x'))).message, /issued a "MAC" token; only Bearer is supported/);
     });
   });

@@ -30,16 +30,40 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     assert.deepEqual(new Set(tokens.map((t) => t.value)), new Set(['tok-1']));
   });
 
-  it('reuses the token until shortly before expires_in, then fetches a new one', async () => {
+  it('reuses the token until shortly before expires_in, then renews it in the background', async () => {
     let n = 0;
     const fetch = sinon.fake(async () => ({ accessToken: `tok-${++n}`, expiresIn: 600 }));
     const cache = new TokenCache(fetch);
     assert.equal((await cache.get()).value, 'tok-1');
-    clock.tick(530_000); // 70 s before expiry: margin is 60 s, so still reused
+    clock.tick(530_000); // 70 s before expiry: margin is 60 s, so reused, no request
     assert.equal((await cache.get()).value, 'tok-1');
-    clock.tick(15_000); // 55 s before expiry: renewed
+    assert.equal(fetch.callCount, 1);
+    clock.tick(15_000); // 55 s before expiry: renewal starts; this caller does not wait for it
+    assert.equal((await cache.get()).value, 'tok-1');
+    assert.equal(fetch.callCount, 2);
     assert.equal((await cache.get()).value, 'tok-2');
     assert.equal(fetch.callCount, 2);
+  });
+
+  it('keeps using a still-valid token while renewal fails, and waits for a new one only near expiry', async () => {
+    let fail = true;
+    let n = 0;
+    const fetch = sinon.fake(async () => {
+      n++;
+      if (n > 1 && fail) throw new Error('token endpoint down');
+      return { accessToken: `tok-${n}`, expiresIn: 600 };
+    });
+    const cache = new TokenCache(fetch, { failureBackoffMs: 1_000 });
+    await cache.get();
+    clock.tick(545_000); // renewal due
+    assert.equal((await cache.get()).value, 'tok-1');
+    await Promise.resolve();
+    assert.equal(fetch.callCount, 2); // failed in the background
+    assert.equal((await cache.get()).value, 'tok-1', 'old token still served during the back-off');
+    assert.equal(fetch.callCount, 2);
+    clock.tick(50_001); // 4.999 s before expiry: no longer usable (safety 5 s); the back-off is over
+    fail = false;
+    assert.equal((await cache.get()).value, 'tok-3');
   });
 
   it("assumes the spec's 30 minutes when the response has no expires_in", async () => {
@@ -52,7 +76,7 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     assert.equal(fetch.callCount, 1);
     clock.tick(2_000);
     await cache.get();
-    assert.equal(fetch.callCount, 2);
+    assert.equal(fetch.callCount, 2, 'renewal started 60 s before expiry');
   });
 
   it('renews a very short-lived token at a tenth of its lifetime before expiry, not 60 s before', async () => {
@@ -60,6 +84,7 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     const cache = new TokenCache(fetch);
     const t = await cache.get();
     assert.equal(t.renewAt - Date.now(), 9_000);
+    assert.equal(t.usableUntil - Date.now(), 9_500);
     clock.tick(8_900);
     await cache.get();
     assert.equal(fetch.callCount, 1);

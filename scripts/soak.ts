@@ -1,0 +1,275 @@
+/**
+ * `npm run soak`: thousands of mixed START / progress / STOP commands through the
+ * nodes in a real Node-RED runtime, against the simulator on 127.0.0.1, while
+ * faults are injected at random. Bounded in time and count; loopback only.
+ *
+ *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7
+ *
+ * Each worker runs sessions the way the error messages tell a user to: after
+ * OUTCOME_UNKNOWN it queries progress instead of sending the command again.
+ * A command is "lost" when neither its output nor a Catch message arrives.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import os from 'node:os';
+import helper from 'node-red-node-test-helper';
+import type { Node } from 'node-red';
+import { ChargingServiceSimulator, FaultRule } from '../simulator/simulator';
+
+interface Args {
+  seconds: number;
+  workers: number;
+  maxCommands: number;
+  seed: number;
+  out: string | null;
+}
+
+function parseArgs(argv: string[]): Args {
+  const a: Args = { seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null };
+  for (let i = 0; i < argv.length; i++) {
+    const v = argv[i + 1];
+    if (argv[i] === '--seconds') (a.seconds = Number(v)), i++;
+    else if (argv[i] === '--workers') (a.workers = Number(v)), i++;
+    else if (argv[i] === '--max-commands') (a.maxCommands = Number(v)), i++;
+    else if (argv[i] === '--seed') (a.seed = Number(v)), i++;
+    else if (argv[i] === '--out') (a.out = v), i++;
+  }
+  return a;
+}
+
+/** Small deterministic PRNG (mulberry32) so a run can be repeated. */
+function rng(seed: number): () => number {
+  let t = seed >>> 0;
+  return () => {
+    t += 0x6d2b79f5;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r ^= r + Math.imul(r ^ (r >>> 7), 61 | r);
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const FAULTS: Array<[string, FaultRule]> = [
+  ['GET 503', { target: 'get', kind: 'status', status: 503, times: 3 }],
+  ['GET 500 with body', { target: 'get', kind: 'status', status: 500, body: '{"message":"db down"}', times: 2 }],
+  ['GET reset', { target: 'get', kind: 'reset', times: 2 }],
+  ['GET hang', { target: 'get', kind: 'hang', times: 1 }],
+  ['GET truncated', { target: 'get', kind: 'truncated', times: 1 }],
+  ['GET malformed', { target: 'get', kind: 'malformed', times: 1 }],
+  ['GET 429', { target: 'get', kind: 'status', status: 429, headers: { 'Retry-After': '0' }, times: 3 }],
+  ['POST 502 after processing', { target: 'post', kind: 'status', status: 502, afterProcessing: true, times: 1 }],
+  ['POST reset after processing', { target: 'post', kind: 'reset', afterProcessing: true, times: 1 }],
+  ['POST hang after processing', { target: 'post', kind: 'hang', afterProcessing: true, times: 1 }],
+  ['POST 503 before processing', { target: 'post', kind: 'status', status: 503, times: 1 }],
+  ['POST 429', { target: 'post', kind: 'status', status: 429, headers: { 'Retry-After': '0' }, times: 2 }],
+  ['token revoked', { target: 'service', kind: 'revoke', times: 1 }],
+  ['token endpoint 503', { target: 'token', kind: 'status', status: 503, times: 1 }],
+  ['token endpoint slow', { target: 'token', kind: 'latency', delayMs: 300, times: 1 }],
+  ['latency 200 ms', { target: 'service', kind: 'latency', delayMs: 200, times: 5 }],
+];
+
+const CLEAR_CODES = new Set(['MISSING_FIELD', 'INVALID_INPUT', 'CONFIG', 'AUTH', 'HTTP', 'RATE_LIMITED', 'NETWORK', 'TIMEOUT', 'OUTCOME_UNKNOWN', 'BAD_RESPONSE']);
+
+interface Outcome {
+  ok: boolean;
+  msg: Record<string, unknown>;
+  code?: string;
+  message?: string;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  const random = rng(args.seed);
+  let crashes = 0;
+  const crashReasons: string[] = [];
+  process.on('uncaughtException', (e) => {
+    crashes++;
+    crashReasons.push(String(e?.stack ?? e));
+  });
+  process.on('unhandledRejection', (e) => {
+    crashes++;
+    crashReasons.push(String((e as Error)?.stack ?? e));
+  });
+
+  const sim = await new ChargingServiceSimulator({ startDelayMs: 30, stopDelayMs: 30, tokenLifetimeSec: 5, keepRequests: 0 }).start();
+  helper.init(require.resolve('node-red'));
+  await new Promise<void>((r) => helper.startServer(() => r()));
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const nodes = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop'].map((n) => require(`../nodes/${n}`));
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const flow = [
+    { id: 'f1', type: 'tab' },
+    { id: 'svc', type: 'charging-service', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', timeout: 1, maxInFlight: 16 },
+    { id: 'start', type: 'charging-start', z: 'f1', service: 'svc', wires: [['out']] },
+    { id: 'progress', type: 'charging-progress', z: 'f1', service: 'svc', wires: [['out']] },
+    { id: 'stop', type: 'charging-stop', z: 'f1', service: 'svc', wires: [['out']] },
+    { id: 'out', type: 'helper', z: 'f1' },
+    { id: 'caught', type: 'helper', z: 'f1' },
+    { id: 'catcher', type: 'catch', z: 'f1', scope: null, uncaught: false, wires: [['caught']] },
+  ];
+  await helper.load(nodes, flow, { svc: { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret } });
+
+  const waiting = new Map<string, (o: Outcome) => void>();
+  const settle = (msg: Record<string, unknown>, ok: boolean) => {
+    const id = msg._soakId as string;
+    const resolve = waiting.get(id);
+    if (!resolve) return;
+    waiting.delete(id);
+    const error = msg.error as { code?: string; message?: string } | undefined;
+    resolve({ ok, msg, code: error?.code, message: error?.message });
+  };
+  (helper.getNode('out') as Node).on('input', (m: Record<string, unknown>) => settle(m, true));
+  (helper.getNode('caught') as Node).on('input', (m: Record<string, unknown>) => settle(m, false));
+
+  const stats = {
+    commands: { START: 0, progress: 0, STOP: 0 } as Record<string, number>,
+    succeeded: 0,
+    failedClear: 0,
+    failedUnclear: 0,
+    lost: 0,
+    outcomeUnknown: 0,
+    sessionsCompleted: 0,
+    faultsInjected: 0,
+    errorsByCode: {} as Record<string, number>,
+  };
+  const unclear: string[] = [];
+  let seq = 0;
+  const deadline = Date.now() + args.seconds * 1000;
+  const total = () => stats.commands.START + stats.commands.progress + stats.commands.STOP;
+  const running = () => Date.now() < deadline && total() < args.maxCommands;
+
+  function command(node: 'start' | 'progress' | 'stop', payload: unknown): Promise<Outcome | null> {
+    const label = node === 'start' ? 'START' : node === 'stop' ? 'STOP' : 'progress';
+    stats.commands[label]++;
+    const id = `c${++seq}`;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        if (waiting.delete(id)) {
+          stats.lost++;
+          resolve(null);
+        }
+      }, 30_000);
+      waiting.set(id, (o) => {
+        clearTimeout(timer);
+        if (o.ok) stats.succeeded++;
+        else if (o.code && CLEAR_CODES.has(o.code) && o.message && o.message.length > 20) stats.failedClear++;
+        else {
+          stats.failedUnclear++;
+          if (unclear.length < 10) unclear.push(`${o.code}: ${o.message}`);
+        }
+        if (o.code === 'OUTCOME_UNKNOWN') stats.outcomeUnknown++;
+        if (!o.ok) stats.errorsByCode[`${label} ${o.code}`] = (stats.errorsByCode[`${label} ${o.code}`] ?? 0) + 1;
+        resolve(o);
+      });
+      (helper.getNode(node) as Node & { receive(m: unknown): void }).receive({ _soakId: id, payload });
+    });
+  }
+
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  /** Polls until the record satisfies want, or gives up; returns the last good answer. */
+  async function pollUntil(token: string, want: (o: Outcome) => boolean, tries = 40): Promise<Outcome | null> {
+    let last: Outcome | null = null;
+    for (let k = 0; k < tries && running(); k++) {
+      const o = await command('progress', { token });
+      if (o && o.ok) {
+        last = o;
+        if (want(o)) return o;
+      }
+      await pause(20);
+    }
+    return last;
+  }
+
+  const hasTx = (o: Outcome) => Boolean((o.msg.session as { transactionId?: string } | null)?.transactionId);
+  const gone = (o: Outcome) => o.msg.payload === null;
+
+  async function worker(w: number): Promise<void> {
+    let round = 0;
+    while (running()) {
+      round++;
+      const cmd = { locationId: `SOAK-LOC-${w}`, evseId: String(round), token: `SOAK-${w}-${round}` };
+      const started = await command('start', cmd);
+      if (!started) continue;
+      if (!started.ok && started.code !== 'OUTCOME_UNKNOWN') {
+        await pause(50); // surely not processed: a flow would try again a little later
+        continue;
+      }
+      // Started, or maybe: find out the way the error message says, by querying progress.
+      const live = await pollUntil(cmd.token, hasTx);
+      if (!live || !hasTx(live)) continue;
+      for (let attempt = 0; attempt < 3 && running(); attempt++) {
+        const stopped = await command('stop', live.msg.payload);
+        if (!stopped) break;
+        if (stopped.ok || stopped.code === 'OUTCOME_UNKNOWN') {
+          const end = await pollUntil(cmd.token, gone);
+          if (end && gone(end)) {
+            stats.sessionsCompleted++;
+            break;
+          }
+        }
+        // A STOP that surely was not processed (e.g. 429 exhausted) is tried again.
+        if (stopped.code === 'HTTP' && /already stopping/.test(stopped.message ?? '')) break;
+      }
+    }
+  }
+
+  const faultTimer = setInterval(() => {
+    const [, rule] = FAULTS[Math.floor(random() * FAULTS.length)];
+    sim.inject({ ...rule });
+    stats.faultsInjected++;
+  }, 100);
+
+  const t0 = Date.now();
+  const cpu0 = process.cpuUsage();
+  await Promise.all(Array.from({ length: args.workers }, (_, w) => worker(w)));
+  clearInterval(faultTimer);
+  sim.clearFaults();
+  // Let anything still in flight land before counting.
+  const drainEnd = Date.now() + 35_000;
+  while (waiting.size > 0 && Date.now() < drainEnd) await pause(50);
+  const seconds = (Date.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+
+  const report = {
+    date: new Date().toISOString(),
+    machine: `${os.cpus().length} cores, Node ${process.version}`,
+    seconds: Math.round(seconds),
+    workers: args.workers,
+    commandsSent: total(),
+    byKind: stats.commands,
+    succeeded: stats.succeeded,
+    failedWithClearError: stats.failedClear,
+    failedUnclear: stats.failedUnclear,
+    outcomeUnknown: stats.outcomeUnknown,
+    errorsByCode: stats.errorsByCode,
+    lost: stats.lost + waiting.size,
+    sessionsCompleted: stats.sessionsCompleted,
+    duplicateStartsAtService: sim.counters.duplicateStarts,
+    duplicateStopsAtService: sim.counters.duplicateStops,
+    tokenRequests: sim.counters.tokenRequests,
+    tokensIssued: sim.counters.tokensIssued,
+    faultsInjected: stats.faultsInjected,
+    faultsApplied: sim.counters.faultsApplied,
+    crashes,
+    cpuSeconds: Math.round((cpu.user + cpu.system) / 1e4) / 100,
+    rssMiB: Math.round(process.memoryUsage().rss / 1048576),
+  };
+  await helper.unload();
+  await new Promise<void>((r) => helper.stopServer(() => r()));
+  await sim.stop();
+
+  const rows = Object.entries(report).map(([k, v]) => `| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |`);
+  const md = `# Soak run\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
+  console.log(md);
+  if (unclear.length) console.log('Unclear errors:\n' + unclear.join('\n'));
+  if (crashReasons.length) console.log('Crashes:\n' + crashReasons.slice(0, 5).join('\n'));
+  if (args.out) {
+    fs.mkdirSync(path.dirname(args.out), { recursive: true });
+    fs.writeFileSync(args.out, md);
+  }
+  const ok = report.lost === 0 && report.duplicateStartsAtService === 0 && report.duplicateStopsAtService === 0 && crashes === 0 && report.failedUnclear === 0;
+  console.log(ok ? 'SOAK PASSED' : 'SOAK FAILED');
+  process.exit(ok ? 0 : 1);
+}
+
+void main();
