@@ -181,6 +181,11 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     await Sink.of('caught').next();
     send('start', { payload: { locationId: 'L', evseId: '1', token: 42 } });
     await Sink.of('caught').nth(2);
+    sim.inject({ target: 'get', kind: 'reset', times: Infinity }); // an axios network error, which carries the request config
+    send('progress', { payload: { token: 'RFID-9' } });
+    const reset = await Sink.of('caught').nth(3);
+    assert.match((reset.error as { message: string }).message, /the connection to .* failed \(ECONNRESET\)/);
+    assert.doesNotMatch(JSON.stringify(reset), /Authorization|Bearer /i);
 
     const tokens = sim.requests.map((r) => String(r.headers.authorization ?? '')).filter((a) => a.startsWith('Bearer ')).map((a) => a.slice(7));
     assert.ok(new Set(tokens).size >= 2, 'two tokens were in use');
@@ -191,7 +196,7 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     });
     assertNoSecret(everything, secrets, 'messages or statuses');
     assertNoSecret(loggedText(), secrets, 'the log');
-    assert.equal(Sink.of('caught').messages.length, 2);
+    assert.equal(Sink.of('caught').messages.length, 3);
   });
 
   it('clears its status on close', async () => {

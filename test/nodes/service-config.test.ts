@@ -106,6 +106,17 @@ describe('charging-service configuration', () => {
     assert.match((caught.error as { message: string }).message, /TLS handshake failed .* set it in a TLS configuration/);
   });
 
+  it('declares the secret as a password credential, so the editor never gets it back and exports leave it out', async () => {
+    await load(sim, [PROGRESS, ...SINKS]);
+    const redNodes = (helper as unknown as { _redNodes: { getCredentialDefinition(type: string): Record<string, { type: string }> } })._redNodes;
+    assert.deepEqual(redNodes.getCredentialDefinition('charging-service'), { clientId: { type: 'text' }, clientSecret: { type: 'password' } });
+  });
+
+  it('"allow insecure http" lets a remote http URL through, with a warning in the log', async () => {
+    await load(sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.invalid', allowInsecureHttp: true });
+    assert.match(loggedText(), /Base URL uses plain http to charging\.example\.invalid: credentials and tokens travel unencrypted/);
+  });
+
   it('a missing secret is a CONFIG error naming it', async () => {
     await load(sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: CLIENT_ID } });
     send('progress', { payload: { token: 'T' } });
