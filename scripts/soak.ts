@@ -107,6 +107,17 @@ async function main(): Promise<void> {
     { id: 'catcher', type: 'catch', z: 'f1', scope: null, uncaught: false, wires: [['caught']] },
   ];
   await helper.load(nodes, flow, { svc: { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret } });
+  // The test helper wraps Node.prototype.send/status/... and the log in sinon spies that keep every
+  // call's arguments; over 50 000 commands that is the biggest memory user. Restore the originals.
+  (helper as unknown as { _sandbox: { restore(): void } })._sandbox.restore();
+  // Node-RED copies Node.prototype.send onto each wired node at deploy (updateWires), so the
+  // instances still hold the spy: wire them again to pick up the restored method.
+  for (const n of flow) {
+    const node = helper.getNode(n.id) as (Node & { updateWires?(w: unknown): void; wires?: unknown }) | null;
+    if (node && 'wires' in n) node.updateWires?.(n.wires);
+  }
+  global.gc?.();
+  const heapStart = process.memoryUsage().heapUsed;
 
   const waiting = new Map<string, (o: Outcome) => void>();
   const settle = (msg: Record<string, unknown>, ok: boolean) => {
@@ -252,6 +263,8 @@ async function main(): Promise<void> {
     faultsApplied: sim.counters.faultsApplied,
     crashes,
     cpuSeconds: Math.round((cpu.user + cpu.system) / 1e4) / 100,
+    heapStartMiB: Math.round(heapStart / 1048576),
+    heapEndMiB: (global.gc?.(), Math.round(process.memoryUsage().heapUsed / 1048576)),
     rssMiB: Math.round(process.memoryUsage().rss / 1048576),
   };
   await helper.unload();
