@@ -1,11 +1,24 @@
-import type { NodeAPI, Node, NodeDef } from 'node-red';
-import { evaluateFields, runNode, typedField } from './common/node-support';
-import { deriveSession, resolveFields } from './lib/session';
+import { setMaxListeners } from 'node:events';
+import type { NodeAPI, Node, NodeDef, NodeMessage } from 'node-red';
+import { evaluateFields, getService, runNode, typedField } from './common/node-support';
+import { deriveSession, resolveFields, normaliseField } from './lib/session';
 import { Status, formatKWh } from './lib/status';
+import { ChargingError } from './lib/errors';
+import { SessionWatcher, WatchEvent } from './lib/session-watcher';
 
 interface ProgressConfig extends NodeDef {
   service: string;
+  mode?: 'query' | 'watch';
+  watchTokens?: string;
+  interval?: string | number;
+  emitEveryPoll?: boolean;
+  splitOutputs?: boolean;
 }
+
+/** Shortest poll interval, unless settings.js says otherwise: protects the operator's rate limits. */
+const DEFAULT_MIN_INTERVAL_SEC = 5;
+
+const OUTPUT_OF_EVENT: Record<string, number> = { pending: 0, started: 0, updated: 1, poll: 1, ended: 2 };
 
 export = function register(RED: NodeAPI): void {
   function ChargingProgress(this: Node, config: ProgressConfig): void {
@@ -13,9 +26,45 @@ export = function register(RED: NodeAPI): void {
     const node = this;
     const raw = config as unknown as Record<string, unknown>;
     const fields = { token: typedField(raw, 'token') };
+    const split = config.mode === 'watch' && config.splitOutputs === true;
     let lastWarning = '';
+    let watcher: SessionWatcher | null = null;
+
+    const warnOnce = (warnings: string[]) => {
+      const warning = warnings.join('; ');
+      if (warning && warning !== lastWarning) node.warn(warning);
+      lastWarning = warning;
+    };
+
+    /** Sends to the output for this event: one output, or three when split. */
+    const route = (msg: NodeMessage, event?: string): NodeMessage | Array<NodeMessage | null> => {
+      if (!split) return msg;
+      const outs: Array<NodeMessage | null> = [null, null, null];
+      outs[event ? OUTPUT_OF_EVENT[event] : 0] = msg;
+      return outs;
+    };
+
+    if (config.mode === 'watch') {
+      watcher = startWatching(RED, node, config, (e) => {
+        if (e.session) warnOnce(e.session.warnings);
+        const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
+        node.send(route(msg, e.event));
+        const n = watcher?.size ?? 0;
+        const text = e.event === 'ended' ? `ended ${e.token}` : e.session?.energyKWh != null ? `${e.token} ${formatKWh(e.session.energyKWh)}` : `${e.event} ${e.token}`;
+        node.status(Status.ok(`watching ${n} · ${text}`));
+      });
+      node.on('close', () => watcher?.close());
+    }
 
     runNode(RED, node, config.service, async (msg, ctx) => {
+      if (watcher && (msg.topic === 'watch' || msg.topic === 'unwatch')) {
+        const tokens = tokensFrom(msg.payload);
+        if (msg.topic === 'unwatch' && (msg.payload === '*' || msg.payload === 'all')) watcher.unwatchAll();
+        else if (tokens.length === 0) throw new ChargingError('MISSING_FIELD', `msg.payload must name the token(s) to ${msg.topic}: a string, {token}, a progress record or an array of these`, { field: 'token' });
+        for (const t of tokens) (msg.topic === 'watch' ? watcher.watch(t) : watcher.unwatch(t));
+        ctx.setStatus(Status.ok(`watching ${watcher.size}`));
+        return null;
+      }
       const set = await evaluateFields(RED, node, fields, msg);
       const { token } = resolveFields(['token'] as const, set, msg.payload);
       ctx.setStatus(Status.requesting('querying'));
@@ -27,17 +76,68 @@ export = function register(RED: NodeAPI): void {
         ctx.setStatus(Status.idle('no session'));
         out.payload = null;
         out.session = null;
-        return out;
+        return route(out);
       }
       const session = deriveSession(res.record, ctx.service.deriveOptions);
-      const warning = session.warnings.join('; ');
-      if (warning && warning !== lastWarning) node.warn(warning);
-      lastWarning = warning;
+      warnOnce(session.warnings);
       ctx.setStatus(session.pending ? Status.waiting('pending: not started yet') : Status.ok(`charging ${formatKWh(session.energyKWh)}`.trim()));
       out.payload = res.record; // as the service returned it (DESIGN §2)
       out.session = session;
-      return out;
+      return route(out);
     });
   }
   RED.nodes.registerType('charging-progress', ChargingProgress);
 };
+
+function startWatching(RED: NodeAPI, node: Node, config: ProgressConfig, onEvent: (e: WatchEvent) => void): SessionWatcher | null {
+  const settings = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession;
+  const floor = typeof settings?.minPollIntervalSec === 'number' ? settings.minPollIntervalSec : DEFAULT_MIN_INTERVAL_SEC;
+  const wanted = Number(config.interval ?? 10);
+  const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
+  if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);
+  let service;
+  try {
+    service = getService(RED, config.service);
+    service.getClient();
+  } catch (err) {
+    node.status(Status.error(err));
+    node.error((err as Error).message);
+    return null;
+  }
+  const client = service.getClient();
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  node.on('close', () => controller.abort());
+  const watcher = new SessionWatcher(
+    async (token) => (await client.getProgress(token, { signal: controller.signal })).record,
+    { intervalMs: intervalSec * 1000, emitEveryPoll: config.emitEveryPoll === true, derive: service.deriveOptions },
+    onEvent,
+    (token, err) => {
+      node.status(Status.error(err));
+      node.error(err, { topic: token, payload: { token } } as NodeMessage);
+    },
+  );
+  for (const t of (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean)) {
+    try {
+      watcher.watch(normaliseField('token', t, 'the node'));
+    } catch (err) {
+      node.error((err as Error).message);
+    }
+  }
+  node.status(Status.ok(`watching ${watcher.size}`));
+  return watcher;
+}
+
+/** Tokens named by a watch/unwatch message: a string, {token}, {tokenId}, or an array of these. */
+function tokensFrom(payload: unknown): string[] {
+  const list = Array.isArray(payload) ? payload : [payload];
+  const out: string[] = [];
+  for (const item of list) {
+    if (typeof item === 'string' && item.trim() !== '') out.push(normaliseField('token', item, 'msg.payload'));
+    else if (item && typeof item === 'object') {
+      const f = resolveFields(['token'] as const, {}, item);
+      out.push(f.token);
+    }
+  }
+  return out;
+}

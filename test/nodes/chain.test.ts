@@ -117,12 +117,14 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     });
   }
 
-  it('stop refuses a pending record (no transactionId yet), naming transactionId', async () => {
-    await load(sim, [STOP, ...SINKS, CATCH]);
-    send('stop', { payload: { tokenId: 'T', evseId: 1, locationId: 'L' } });
+  it('stop without a transactionId looks the session up; a pending one gives NO_SESSION, naming why', async () => {
+    await load(sim, [{ ...START, wires: [['stop']] }, STOP, ...SINKS, CATCH]);
+    send('start', { payload: { locationId: 'L', evseId: '1', token: 'T' } }); // its output (no transactionId) goes straight to stop
     const caught = await Sink.of('caught').next();
-    assert.match((caught.error as { message: string }).message, /transactionId is required/);
-    assert.equal(sim.requests.filter((r) => r.path === SESSIONS_PATH).length, 0);
+    const error = caught.error as { message: string; code: string };
+    assert.equal(error.code, 'NO_SESSION');
+    assert.match(error.message, /Cannot stop yet: the session for token T has not started/);
+    assert.equal(sim.requests.filter((r) => r.method === 'POST' && r.path === SESSIONS_PATH).length, 1, 'only the START');
   });
 
   it('brings the status and the service text of a service error to Catch, nothing to the output', async () => {

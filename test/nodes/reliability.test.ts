@@ -87,7 +87,7 @@ describe('reliability of the nodes in a real runtime', function () {
       send('stop', { payload: { locationId: 'L', evseId: '1', token: 'T', transactionId: { id: 1 } } });
       const first = await Sink.of('caught').next();
       const second = await Sink.of('caught').nth(2);
-      assert.match((first.error as { message: string }).message, /locationId is required/);
+      assert.match((first.error as { message: string }).message, /token is required/);
       assert.match((second.error as { message: string }).message, /transactionId must be a string \(got object/);
     });
   });

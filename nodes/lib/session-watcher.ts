@@ -1,0 +1,271 @@
+/**
+ * Polling as a feature (spec §6: the service has no events). Watches many RFID
+ * tokens at one interval with a single timer that spreads the polls evenly over
+ * the interval, turns successive records into events, and estimates power.
+ * No Node-RED and no HTTP in here: the poll function is given.
+ */
+import { ChargingError } from './errors';
+import { deriveSession, DeriveOptions, ProgressRecord, SessionInfo, parseZonelessTimestamp } from './session';
+
+export type WatchEventKind =
+  | 'pending' // a session appeared, not started yet (no transactionId)
+  | 'started' // the session has a transactionId
+  | 'updated' // the meter advanced
+  | 'ended' // the session is no longer found
+  | 'poll'; // a poll with no change (only when every poll is asked for)
+
+export interface WatchedSession extends SessionInfo {
+  /** kW from the last two meter readings; null until there are two */
+  powerKW: number | null;
+}
+
+export interface WatchEvent {
+  token: string;
+  event: WatchEventKind;
+  /** the record as the service returned it, or null when the session is gone */
+  record: ProgressRecord | null;
+  session: WatchedSession | null;
+}
+
+export interface WatcherOptions {
+  intervalMs: number;
+  /** emit 'poll' events for polls that changed nothing */
+  emitEveryPoll?: boolean;
+  derive?: DeriveOptions;
+  /** longest gap between two ticks of the single timer */
+  maxTickMs?: number;
+  now?: () => number;
+}
+
+interface Entry {
+  token: string;
+  inFlight: boolean;
+  seen: boolean;
+  transactionId: string | null;
+  meterEnd: number | null;
+  last: WatchedSession | null;
+  sample: { at: number; kwh: number } | null;
+  lastError: string | null;
+}
+
+export type PollFn = (token: string) => Promise<ProgressRecord | null>;
+
+/**
+ * One timer for all watched tokens: every tick polls the share of tokens that
+ * fall due, in a fixed round-robin order, so N tokens at interval I cost one poll
+ * every I/N ms, evenly, however large N is.
+ */
+export class SessionWatcher {
+  private readonly entries = new Map<string, Entry>();
+  private order: string[] = [];
+  private cursor = 0;
+  private budget = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private lastTick = 0;
+  private closed = false;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly poll: PollFn,
+    private readonly options: WatcherOptions,
+    private readonly onEvent: (e: WatchEvent) => void,
+    private readonly onError: (token: string, err: ChargingError) => void,
+  ) {
+    this.now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  tokens(): string[] {
+    return [...this.order];
+  }
+
+  watch(token: string): boolean {
+    if (this.closed || this.entries.has(token)) return false;
+    this.entries.set(token, { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null });
+    // A new token is polled first, at the next tick, rather than a whole interval later.
+    this.order.splice(this.cursor, 0, token);
+    this.budget = Math.max(this.budget, 1);
+    this.schedule();
+    return true;
+  }
+
+  unwatch(token: string): boolean {
+    if (!this.entries.delete(token)) return false;
+    const i = this.order.indexOf(token);
+    if (i >= 0) {
+      this.order.splice(i, 1);
+      if (i < this.cursor) this.cursor--;
+    }
+    if (this.order.length === 0) this.stopTimer();
+    return true;
+  }
+
+  unwatchAll(): void {
+    this.entries.clear();
+    this.order = [];
+    this.cursor = 0;
+    this.stopTimer();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.unwatchAll();
+  }
+
+  /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
+  private tickMs(): number {
+    const n = Math.max(1, this.order.length);
+    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.options.intervalMs / n));
+  }
+
+  private schedule(): void {
+    if (this.timer || this.closed || this.order.length === 0) return;
+    this.lastTick = this.now();
+    this.timer = setTimeout(() => this.tick(), 0);
+    this.timer.unref?.();
+  }
+
+  private stopTimer(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private tick(): void {
+    this.timer = null;
+    if (this.closed || this.order.length === 0) return;
+    const now = this.now();
+    const elapsed = Math.max(0, now - this.lastTick);
+    this.lastTick = now;
+    // Share of the list that fell due since the last tick; never more than one round.
+    this.budget = Math.min(this.order.length, this.budget + (this.order.length * elapsed) / this.options.intervalMs);
+    let due = Math.floor(this.budget);
+    this.budget -= due;
+    while (due-- > 0 && this.order.length > 0) {
+      if (this.cursor >= this.order.length) this.cursor = 0;
+      const entry = this.entries.get(this.order[this.cursor++]);
+      if (entry && !entry.inFlight) this.pollOne(entry);
+    }
+    this.timer = setTimeout(() => this.tick(), this.tickMs());
+    this.timer.unref?.();
+  }
+
+  private pollOne(entry: Entry): void {
+    entry.inFlight = true;
+    this.poll(entry.token).then(
+      (record) => {
+        entry.inFlight = false;
+        if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
+        entry.lastError = null;
+        for (const e of this.observe(entry, record)) this.onEvent(e);
+      },
+      (err: unknown) => {
+        entry.inFlight = false;
+        if (this.entries.get(entry.token) !== entry) return;
+        const error = err instanceof ChargingError ? err : new ChargingError('NETWORK', String((err as Error)?.message ?? err));
+        if (error.code === 'CLOSED') return;
+        // One report per streak of the same failure, not one per poll.
+        if (entry.lastError === error.message) return;
+        entry.lastError = error.message;
+        this.onError(entry.token, error);
+      },
+    );
+  }
+
+  /** Turns a poll result into zero or more events, and updates the entry. Exposed for tests. */
+  observe(entry: Entry, record: ProgressRecord | null): WatchEvent[] {
+    const events: WatchEvent[] = [];
+    const token = entry.token;
+    if (record === null) {
+      if (entry.seen) {
+        events.push({ token, event: 'ended', record: null, session: entry.last });
+        this.reset(entry);
+      } else if (this.options.emitEveryPoll) {
+        events.push({ token, event: 'poll', record: null, session: null });
+      }
+      return events;
+    }
+    const info = deriveSession(record, this.options.derive);
+    if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
+      // A new session with the same token between two polls: the old one ended.
+      events.push({ token, event: 'ended', record: null, session: entry.last });
+      this.reset(entry);
+    }
+    const session: WatchedSession = { ...info, powerKW: this.power(entry, record, info) };
+    let kind: WatchEventKind | null = null;
+    if (!entry.seen) kind = info.pending ? 'pending' : 'started';
+    else if (!entry.transactionId && info.transactionId) kind = 'started';
+    else if (info.meterEnd !== null && info.meterEnd !== entry.meterEnd) kind = 'updated';
+    else if (this.options.emitEveryPoll) kind = 'poll';
+    entry.seen = true;
+    entry.transactionId = info.transactionId;
+    entry.meterEnd = info.meterEnd;
+    entry.last = session;
+    if (kind) events.push({ token, event: kind, record, session });
+    return events;
+  }
+
+  private reset(entry: Entry): void {
+    entry.seen = false;
+    entry.transactionId = null;
+    entry.meterEnd = null;
+    entry.last = null;
+    entry.sample = null;
+  }
+
+  /** kW between the previous and this reading, by the record's own clock when it has one. */
+  private power(entry: Entry, record: ProgressRecord, info: SessionInfo): number | null {
+    if (info.energyKWh === null || info.meterStart === null || info.meterEnd === null) return entry.last?.powerKW ?? null;
+    // From the raw meter values: the rounded energyKWh would skew short intervals.
+    const kwhNow = (info.meterEnd - info.meterStart) / ((this.options.derive?.meterUnit ?? 'Wh') === 'Wh' ? 1000 : 1);
+    const ts = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, this.options.derive?.timestampZone ?? 'UTC') : NaN;
+    const at = Number.isNaN(ts) ? this.now() : ts;
+    const prev = entry.sample;
+    entry.sample = { at, kwh: kwhNow };
+    if (!prev || at <= prev.at) return entry.last?.powerKW ?? null;
+    if (kwhNow === prev.kwh) return entry.last?.powerKW ?? null; // same reading polled twice
+    const kw = (kwhNow - prev.kwh) / ((at - prev.at) / 3_600_000);
+    return kw >= 0 && Number.isFinite(kw) ? Math.round(kw * 100) / 100 : null;
+  }
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * Polls until want(record) holds (record null = no session). Resolves with the
+ * last record; rejects with NOT_CONFIRMED when the time runs out. Poll errors
+ * other than CLOSED do not end the wait early: the next poll may work.
+ */
+export async function waitForSession(
+  poll: PollFn,
+  token: string,
+  want: (record: ProgressRecord | null) => boolean,
+  what: string,
+  opts: WaitOptions,
+  sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
+): Promise<ProgressRecord | null> {
+  const deadline = Date.now() + opts.timeoutMs;
+  let lastError: ChargingError | null = null;
+  for (;;) {
+    try {
+      const record = await poll(token);
+      if (want(record)) return record;
+      lastError = null;
+    } catch (err) {
+      if (err instanceof ChargingError && err.code === 'CLOSED') throw err;
+      lastError = err instanceof ChargingError ? err : new ChargingError('NETWORK', String(err));
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      const why = lastError ? ` (last poll: ${lastError.message})` : '';
+      throw new ChargingError('NOT_CONFIRMED', `${what} was not confirmed within ${Math.round(opts.timeoutMs / 1000)} s: the command was accepted, but progress did not show it yet${why}`);
+    }
+    await sleep(Math.min(opts.intervalMs, left), opts.signal);
+  }
+}
