@@ -18,7 +18,7 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'))
 const uiPort = Number(process.env.PORT ?? 1880);
 const simPort = Number(process.env.SIM_PORT ?? 18080);
 const reset = process.argv.includes('--reset');
-const DEMO = path.join(root, 'examples', '01 Start, follow and stop a session.json');
+const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor (watch mode).json'].map((f) => path.join(root, 'examples', f));
 
 async function main(): Promise<void> {
   const sim = new ChargingServiceSimulator({ port: simPort, startDelayMs: 2000, stopDelayMs: 2000 });
@@ -76,19 +76,30 @@ module.exports = {
   );
   const flowFile = path.join(dataDir, 'flows.json');
   if (reset || !fs.existsSync(flowFile)) {
-    const flow = JSON.parse(fs.readFileSync(DEMO, 'utf8')) as Array<Record<string, unknown>>;
+    const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Array<Record<string, unknown>>);
+    const credentials: Record<string, unknown> = {};
     for (const n of flow) {
       if (n.type === 'charging-service') {
         n.baseUrl = sim.baseUrl;
         n.authUrl = sim.authUrl;
+        credentials[String(n.id)] = { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret };
       }
     }
     fs.writeFileSync(flowFile, JSON.stringify(flow, null, 2));
-    const service = flow.find((n) => n.type === 'charging-service');
-    fs.writeFileSync(
-      path.join(dataDir, 'flows_cred.json'),
-      JSON.stringify({ [String(service?.id)]: { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret } }, null, 2),
-    );
+    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify(credentials, null, 2));
+  } else {
+    // Keep the user's flow, but point configurations that use a simulator on this
+    // machine at this run's simulator (SIM_PORT may differ from the last run).
+    const flow = JSON.parse(fs.readFileSync(flowFile, 'utf8')) as Array<Record<string, unknown>>;
+    let changed = false;
+    for (const n of flow) {
+      if (n.type === 'charging-service' && typeof n.baseUrl === 'string' && /^http:\/\/127\.0\.0\.1:\d+\/?$/.test(n.baseUrl) && n.baseUrl !== sim.baseUrl) {
+        n.baseUrl = sim.baseUrl;
+        n.authUrl = sim.authUrl;
+        changed = true;
+      }
+    }
+    if (changed) fs.writeFileSync(flowFile, JSON.stringify(flow, null, 2));
   }
 }
 
