@@ -61,7 +61,10 @@ export = function register(RED: NodeAPI): void {
         const tokens = tokensFrom(msg.payload);
         if (msg.topic === 'unwatch' && (msg.payload === '*' || msg.payload === 'all')) watcher.unwatchAll();
         else if (tokens.length === 0) throw new ChargingError('MISSING_FIELD', `msg.payload must name the token(s) to ${msg.topic}: a string, {token}, a progress record or an array of these`, { field: 'token' });
-        for (const t of tokens) (msg.topic === 'watch' ? watcher.watch(t) : watcher.unwatch(t));
+        for (const t of tokens) {
+          if (msg.topic === 'watch') watcher.watch(t);
+          else watcher.unwatch(t);
+        }
         ctx.setStatus(Status.ok(`watching ${watcher.size}`));
         return null;
       }

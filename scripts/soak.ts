@@ -26,13 +26,14 @@ interface Args {
 
 function parseArgs(argv: string[]): Args {
   const a: Args = { seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null };
-  for (let i = 0; i < argv.length; i++) {
+  for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
-    if (argv[i] === '--seconds') (a.seconds = Number(v)), i++;
-    else if (argv[i] === '--workers') (a.workers = Number(v)), i++;
-    else if (argv[i] === '--max-commands') (a.maxCommands = Number(v)), i++;
-    else if (argv[i] === '--seed') (a.seed = Number(v)), i++;
-    else if (argv[i] === '--out') (a.out = v), i++;
+    if (argv[i] === '--seconds') a.seconds = Number(v);
+    else if (argv[i] === '--workers') a.workers = Number(v);
+    else if (argv[i] === '--max-commands') a.maxCommands = Number(v);
+    else if (argv[i] === '--seed') a.seed = Number(v);
+    else if (argv[i] === '--out') a.out = v;
+    else throw new Error(`unknown option ${argv[i]}`);
   }
   return a;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
-import { SessionWatcher, WatchEvent, waitForSession } from '../../nodes/lib/session-watcher';
+import { SessionWatcher, waitForSession } from '../../nodes/lib/session-watcher';
 import { ChargingError } from '../../nodes/lib/errors';
 import type { ProgressRecord } from '../../nodes/lib/session';
 import { sleep } from '../../nodes/lib/concurrency-limiter';
