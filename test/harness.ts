@@ -6,7 +6,18 @@ import helper from 'node-red-node-test-helper';
 import type { Node } from 'node-red';
 import { ChargingServiceSimulator, SimulatorOptions } from '../simulator/simulator';
 
-helper.init(require.resolve('node-red'));
+/**
+ * The Node-RED runtime under test: this repo's (4.x) by default; CHARGING_NODE_RED
+ * points at another install (scripts/test-node-red-5.js runs the suite on 5.x).
+ */
+export const NODE_RED = process.env.CHARGING_NODE_RED ?? require.resolve('node-red');
+
+/** A module from inside the Node-RED under test (core nodes, runtime internals). */
+export function fromNodeRed(id: string): string {
+  return require.resolve(id, { paths: [NODE_RED] });
+}
+
+helper.init(NODE_RED);
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 export const NODES = [
@@ -20,7 +31,7 @@ export const NODES = [
 export { helper };
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const NODE_PROTO = require(require.resolve('@node-red/runtime/lib/nodes/Node', { paths: [require.resolve('node-red')] })).prototype as {
+const NODE_PROTO = require(fromNodeRed('@node-red/runtime/lib/nodes/Node')).prototype as {
   status: { getCalls?: () => Array<{ thisValue: Node; args: unknown[] }> };
 };
 

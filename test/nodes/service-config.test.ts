@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import path from 'node:path';
-import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor } from '../harness';
+import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor, fromNodeRed } from '../harness';
 import { SIM_CERT, SIM_KEY } from '../lib/transport.test';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const TLS_NODE = require(require.resolve('@node-red/nodes/core/network/05-tls.js', { paths: [require.resolve('node-red')] }));
+const TLS_NODE = require(fromNodeRed('@node-red/nodes/core/network/05-tls.js'));
 const CA_FILE = path.join(__dirname, '..', '..', '..', 'test', 'fixtures', 'sim-cert.pem');
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['out']] };
