@@ -29,7 +29,7 @@ export = function register(RED: NodeAPI): void {
       out.statusCode = res.statusCode;
       out.response = res.body;
       if (!config.wait) {
-        ctx.setStatus(Status.ok(`start accepted ${command.evseId}`));
+        ctx.setStatus(Status.ok(`start accepted`));
         return out;
       }
       ctx.setStatus(Status.waiting(`accepted, waiting for start…`));

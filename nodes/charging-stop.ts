@@ -33,14 +33,14 @@ export = function register(RED: NodeAPI): void {
       out.statusCode = res.statusCode;
       out.response = res.body;
       if (!config.wait) {
-        ctx.setStatus(Status.ok(`stop accepted ${command.evseId}`));
+        ctx.setStatus(Status.ok(`stop accepted`));
         return out;
       }
       ctx.setStatus(Status.waiting('accepted, waiting for end…'));
       try {
         await waitFor(ctx.client, command.token, (r) => r === null || r.transactionData?.transactionId !== command.transactionId, 'STOP', config, ctx.signal);
         out.outcome = 'ended';
-        ctx.setStatus(Status.ok(`ended ${command.evseId}`));
+        ctx.setStatus(Status.ok(`session ended`));
         return twoOutputs ? [out, null] : out;
       } catch (err) {
         if (!twoOutputs || !isChargingError(err) || err.code !== 'NOT_CONFIRMED') throw err;

@@ -9,18 +9,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, ChildProcess } from 'node:child_process';
 import { ChargingServiceSimulator } from '../simulator/simulator';
 
 const root = path.resolve(__dirname, '..', '..');
-const dataDir = path.join(root, '.node-red-data');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string };
-const uiPort = Number(process.env.PORT ?? 1880);
-const simPort = Number(process.env.SIM_PORT ?? 18080);
-const reset = process.argv.includes('--reset');
 const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor (watch mode).json'].map((f) => path.join(root, 'examples', f));
 
 async function main(): Promise<void> {
+  const dataDir = path.join(root, '.node-red-data');
+  const uiPort = Number(process.env.PORT ?? 1880);
+  const simPort = Number(process.env.SIM_PORT ?? 18080);
+  const reset = process.argv.includes('--reset');
   const sim = new ChargingServiceSimulator({ port: simPort, startDelayMs: 2000, stopDelayMs: 2000 });
   try {
     await sim.start();
@@ -28,15 +28,12 @@ async function main(): Promise<void> {
     console.error(`Could not start the simulator on 127.0.0.1:${simPort} (${(err as Error).message}). Is another npm start running? Set SIM_PORT to use another port.`);
     process.exit(1);
   }
-  prepareUserDir(sim);
+  prepareUserDir(dataDir, uiPort, sim, reset ? 'reset' : 'keep');
 
   console.log(`Simulator: ${sim.baseUrl} (client ${sim.options.clientId} / ${sim.options.clientSecret})`);
   console.log(`Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/)`);
 
-  const red = spawn(process.execPath, [require.resolve('node-red/red.js', { paths: [root] }), '--userDir', dataDir, '--port', String(uiPort)], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit');
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -47,7 +44,18 @@ async function main(): Promise<void> {
   });
 }
 
-function prepareUserDir(sim: ChargingServiceSimulator): void {
+/** Node-RED from this repo's node_modules, on the given user dir. */
+export function spawnNodeRed(dataDir: string, uiPort: number, stdio: 'inherit' | 'pipe' = 'pipe'): ChildProcess {
+  return spawn(process.execPath, [require.resolve('node-red/red.js', { paths: [root] }), '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio });
+}
+
+/**
+ * A Node-RED user dir with this package linked in, demo settings, and the demo
+ * flows with the simulator's credentials ('reset'), the user's flows kept
+ * ('keep'), or no flows at all ('empty', for the editor test).
+ */
+export function prepareUserDir(dataDir: string, uiPort: number, sim: ChargingServiceSimulator, flows: 'reset' | 'keep' | 'empty'): void {
+  const reset = flows === 'reset';
   fs.mkdirSync(path.join(dataDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });
   // Install this package into the user dir the way `npm install <path>` would: a link.
   const link = path.join(dataDir, 'node_modules', ...pkg.name.split('/'));
@@ -75,7 +83,10 @@ module.exports = {
 `,
   );
   const flowFile = path.join(dataDir, 'flows.json');
-  if (reset || !fs.existsSync(flowFile)) {
+  if (flows === 'empty') {
+    fs.writeFileSync(flowFile, '[]');
+    fs.rmSync(path.join(dataDir, 'flows_cred.json'), { force: true });
+  } else if (reset || !fs.existsSync(flowFile)) {
     const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Array<Record<string, unknown>>);
     const credentials: Record<string, unknown> = {};
     for (const n of flow) {
@@ -103,4 +114,4 @@ module.exports = {
   }
 }
 
-void main();
+if (require.main === module) void main();

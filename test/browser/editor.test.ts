@@ -1,0 +1,207 @@
+/**
+ * The editor in a real browser: Debian's Chromium driven by playwright-core,
+ * against a real Node-RED (started the way `npm start` starts it) with our nodes
+ * and the simulator. Screenshots go to screenshots/ (git-ignored).
+ *
+ * Without Chromium the suite is skipped, unless CHARGING_REQUIRE_BROWSER is set
+ * (.ci/run sets it and installs Chromium). It runs on the Node-RED 4 pass only.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { chromium, BrowserContext, Page } from 'playwright-core';
+import { ChargingServiceSimulator } from '../../simulator/simulator';
+import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay } from '../harness';
+
+const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
+const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots');
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('editor in a real browser (Chromium + playwright-core)', function () {
+  this.timeout(120_000);
+  let sim: ChargingServiceSimulator;
+  let red: ChildProcess | null = null;
+  let context: BrowserContext | null = null;
+  let page: Page;
+  let base = '';
+  let redLog = '';
+  const dirs: string[] = [];
+
+  before(async function () {
+    if (process.env.CHARGING_NODE_RED) this.skip(); // the Node-RED 5 pass: the editor is tested once, on 4.x
+    if (!CHROMIUM) {
+      if (process.env.CHARGING_REQUIRE_BROWSER) throw new Error('Chromium is required (CHARGING_REQUIRE_BROWSER) but /usr/bin/chromium is missing');
+      this.skip();
+    }
+    fs.mkdirSync(SHOTS, { recursive: true });
+    sim = await startSimulator({ startDelayMs: 300 });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-editor-'));
+    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-chromium-'));
+    dirs.push(dataDir, profile);
+    const port = await freePort();
+    prepareUserDir(dataDir, port, sim, 'empty');
+    red = spawnNodeRed(dataDir, port);
+    red.stdout?.on('data', (d: Buffer) => (redLog += d.toString()));
+    red.stderr?.on('data', (d: Buffer) => (redLog += d.toString()));
+    base = `http://127.0.0.1:${port}/`;
+    for (let i = 0; i < 200 && !/Started flows/.test(redLog); i++) await delay(100);
+    assert.match(redLog, /Started flows/, `Node-RED did not start:\n${redLog}`);
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1400, height: 900 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(base);
+    await page.waitForSelector('#red-ui-palette-container', { timeout: 60_000 });
+  });
+
+  after(async () => {
+    await context?.close();
+    if (red) {
+      red.kill('SIGINT');
+      await new Promise((r) => red?.once('exit', r));
+    }
+    await sim?.stop();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  const shot = async (name: string) => {
+    // Editor notifications ("Imported", "Deployed") would cover the canvas in the picture.
+    await page.evaluate(() => document.querySelectorAll('.red-ui-notification').forEach((n) => n.remove()));
+    await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+  };
+
+  it('shows our nodes in their own palette category, with icons and labels', async () => {
+    for (const type of ['charging-start', 'charging-progress', 'charging-stop']) {
+      await page.waitForSelector(`.red-ui-palette-node[data-palette-type="${type}"]`);
+    }
+    const labels = await page.$$eval('.red-ui-palette-node[data-palette-type^="charging-"] .red-ui-palette-label', (els) => els.map((e) => e.textContent?.trim()));
+    assert.deepEqual([...labels].sort(), ['progress', 'start', 'stop']);
+    const icon = await page.$eval('.red-ui-palette-node[data-palette-type="charging-start"] .red-ui-palette-icon', (e) => getComputedStyle(e).backgroundImage);
+    assert.match(icon, /charging-start\.svg/);
+    const types = await page.evaluate(() => (window as unknown as { RED: { nodes: { getType(t: string): unknown } } }).RED.nodes.getType('charging-service') !== undefined);
+    assert.ok(types, 'the config node type is registered');
+    await page.evaluate(() => document.querySelector('.red-ui-palette-node[data-palette-type="charging-start"]')?.scrollIntoView());
+    await shot('palette');
+  });
+
+  it('a node without a service is invalid; its dialog opens with typed inputs and help, and validates', async () => {
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      RED.view.importNodes([
+        { id: 'e2e-inject', type: 'inject', z: RED.workspaces.active(), name: 'go', props: [{ p: 'payload' }], payload: '{"locationId":"E2E-LOC","evseId":"1","token":"E2E-RFID"}', payloadType: 'json', repeat: '', once: false, x: 150, y: 200, wires: [['e2e-start']] },
+        { id: 'e2e-start', type: 'charging-start', z: RED.workspaces.active(), name: '', service: '', x: 340, y: 200, wires: [['e2e-progress']] },
+        { id: 'e2e-progress', type: 'charging-progress', z: RED.workspaces.active(), name: '', service: '', x: 560, y: 200, wires: [[]] },
+      ]);
+    });
+    const valid = await page.evaluate(() => (window as unknown as { RED: { nodes: { node(id: string): { valid: boolean } } } }).RED.nodes.node('e2e-start').valid);
+    assert.equal(valid, false, 'no service selected: invalid');
+    await page.evaluate(() => (window as unknown as { RED: { editor: { edit(n: unknown): void }; nodes: { node(id: string): unknown } } }).RED.editor.edit((window as unknown as { RED: { nodes: { node(id: string): unknown } } }).RED.nodes.node('e2e-start')));
+    await page.waitForSelector('#node-input-locationId', { state: 'attached' });
+    await page.waitForSelector('.red-ui-typedInput-container');
+    const typed = await page.$$eval('.red-ui-typedInput-container', (els) => els.length);
+    assert.ok(typed >= 3, `typed inputs: ${typed}`);
+    const placeholder = await page.$eval('#node-input-locationId', (e) => (e as HTMLInputElement).placeholder);
+    assert.equal(placeholder, 'from msg.payload.locationId');
+    await shot('dialog-start');
+  });
+
+  it('creates a charging-service config with credentials; Test connection reports a token without showing it', async () => {
+    // The pencil beside the Service field adds a new configuration node.
+    await page.click('#node-input-btn-service-add, #node-input-lookup-service');
+    await page.waitForSelector('#node-config-input-baseUrl');
+    await page.fill('#node-config-input-name', 'simulator');
+    await page.fill('#node-config-input-baseUrl', sim.baseUrl);
+    await page.fill('#node-config-input-authUrl', sim.authUrl);
+    await page.fill('#node-config-input-clientId', CLIENT_ID);
+    await page.fill('#node-config-input-clientSecret', CLIENT_SECRET);
+    await page.click('#node-config-charging-test');
+    await page.waitForFunction(() => /Token received|failed|Authentication/.test(document.querySelector('#node-config-charging-test-result')?.textContent ?? ''));
+    const result = await page.textContent('#node-config-charging-test-result');
+    assert.match(String(result), /Token received \(valid 1800 s\)/);
+    assert.ok(!String(result).includes(CLIENT_SECRET));
+    await shot('dialog-service');
+    await page.click('#node-config-dialog-ok');
+    await page.waitForSelector('#node-config-input-baseUrl', { state: 'detached' });
+    await page.click('#node-dialog-ok');
+    await delay(300);
+    const valid = await page.evaluate(() => (window as unknown as { RED: { nodes: { node(id: string): { valid: boolean } } } }).RED.nodes.node('e2e-start').valid);
+    assert.equal(valid, true, 'with a service the start node is valid');
+    // Give the progress node the same service, in code: the dialog path is proven above.
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const svc = RED.nodes.node(RED.nodes.node('e2e-start').service);
+      const p = RED.nodes.node('e2e-progress');
+      p.service = svc.id;
+      svc.users.push(p);
+      p.dirty = true;
+      p.changed = true;
+      RED.nodes.dirty(true);
+      RED.editor.validateNode(p);
+      RED.view.redraw(true);
+    });
+  });
+
+  it('deploys; the status badges show the started session; the secret never comes back to the editor', async () => {
+    await page.click('#red-ui-header-button-deploy');
+    await page.waitForFunction(() => !document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled') || true);
+    await delay(1500);
+    const injected = await page.evaluate(async () => (await fetch('inject/e2e-inject', { method: 'POST' })).status);
+    assert.equal(injected, 200);
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.red-ui-flow-node-status-label')).some((e) => /start accepted/.test(e.textContent ?? '')), undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => Array.from(document.querySelectorAll('.red-ui-flow-node-status-label')).some((e) => /pending|charging/.test(e.textContent ?? '')), undefined, { timeout: 15_000 });
+    await shot('deployed-status');
+    assert.equal(sim.counters.starts, 1);
+
+    const svcId = await page.evaluate(() => (window as unknown as { RED: { nodes: { node(id: string): { service: string } } } }).RED.nodes.node('e2e-start').service);
+    const creds = await page.evaluate(async (id) => (await fetch(`credentials/charging-service/${id}`)).json(), svcId);
+    assert.equal(creds.clientId, CLIENT_ID);
+    assert.equal(creds.has_clientSecret, true);
+    assert.equal(creds.clientSecret, undefined, 'the editor never receives the secret');
+    const flows = await page.evaluate(async () => (await fetch('flows', { headers: { 'Node-RED-API-Version': 'v2' } })).text());
+    assert.ok(!flows.includes(CLIENT_SECRET), 'not in the deployed flow JSON');
+    const exported = await page.evaluate(() => JSON.stringify((window as unknown as { RED: { nodes: { createCompleteNodeSet(o: unknown): unknown } } }).RED.nodes.createCompleteNodeSet({ credentials: false })));
+    assert.ok(!exported.includes(CLIENT_SECRET), 'not in an export');
+  });
+
+  it('shows help in the sidebar with Inputs, Outputs and Details', async () => {
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      RED.view.select('e2e-progress');
+      RED.sidebar.help.show('charging-progress');
+    });
+    await page.waitForSelector('.red-ui-help h3');
+    const headings = await page.$$eval('.red-ui-help h3', (els) => els.map((e) => e.textContent?.trim()));
+    for (const h of ['Inputs', 'Outputs', 'Details']) assert.ok(headings.includes(h), `help has ${h}: ${headings.join(', ')}`);
+    const props = await page.$$eval('.red-ui-help dl.message-properties', (els) => els.length);
+    assert.ok(props >= 2);
+    await shot('help-progress');
+  });
+
+  it('opens the config dialog again with the secret masked, never echoed', async () => {
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      RED.editor.editConfig('', 'charging-service', RED.nodes.node('e2e-start').service);
+    });
+    await page.waitForSelector('#node-config-input-clientSecret');
+    await delay(500);
+    const value = await page.$eval('#node-config-input-clientSecret', (e) => (e as HTMLInputElement).value);
+    assert.notEqual(value, CLIENT_SECRET);
+    assert.equal(value, '__PWRD__');
+    await shot('dialog-service-reopened');
+    await page.click('#node-config-dialog-cancel');
+  });
+});
