@@ -123,6 +123,24 @@ describe('editor in a real browser (Chromium + playwright-core)', function () {
     // The pencil beside the Service field adds a new configuration node.
     await page.click('#node-input-btn-service-add, #node-input-lookup-service');
     await page.waitForSelector('#node-config-input-baseUrl');
+    // Validation: plain http to a remote host is flagged, with a message a person can act on.
+    const messages = await page.evaluate(() => {
+      const def = (window as unknown as { RED: { nodes: { getType(t: string): { defaults: Record<string, { validate(v: string): unknown }> } } } }).RED.nodes.getType('charging-service');
+      const run = (k: string, v: string) => {
+        try {
+          return def.defaults[k].validate.call({}, v);
+        } catch (e) {
+          return `threw ${(e as Error).message}`;
+        }
+      };
+      return [run('baseUrl', 'http://charging.example.com'), run('authUrl', 'not a url'), run('timeout', '0'), run('baseUrl', 'https://ok.example')];
+    });
+    assert.match(String(messages[0]), /Use https, or tick "Allow insecure http"/);
+    assert.match(String(messages[1]), /Enter a URL starting with https:\/\//);
+    assert.match(String(messages[2]), /Enter a number from 1 to 300/);
+    assert.equal(messages[3], true);
+    await page.fill('#node-config-input-baseUrl', 'http://charging.example.com');
+    await shot('dialog-service-invalid');
     await page.fill('#node-config-input-name', 'simulator');
     await page.fill('#node-config-input-baseUrl', sim.baseUrl);
     await page.fill('#node-config-input-authUrl', sim.authUrl);
