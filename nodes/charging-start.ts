@@ -1,9 +1,8 @@
 import type { NodeAPI, Node, NodeDef } from 'node-red';
 import { evaluateFields, runNode, typedField } from './common/node-support';
-import { WaitConfig, waitFor, hasTransaction } from './common/waits';
+import { WaitConfig, hasTransaction, sendWhenConfirmed } from './common/waits';
 import { deriveSession, resolveFields, startCommand } from './lib/session';
 import { Status, formatKWh } from './lib/status';
-import { isChargingError } from './lib/errors';
 
 interface StartConfig extends NodeDef, WaitConfig {
   service: string;
@@ -15,7 +14,6 @@ export = function register(RED: NodeAPI): void {
     const node = this;
     const raw = config as unknown as Record<string, unknown>;
     const fields = { locationId: typedField(raw, 'locationId'), evseId: typedField(raw, 'evseId'), token: typedField(raw, 'token') };
-    const twoOutputs = config.wait === true && config.timeoutOutput === true;
 
     runNode(RED, node, config.service, async (msg, ctx) => {
       const set = await evaluateFields(RED, node, fields, msg);
@@ -32,20 +30,12 @@ export = function register(RED: NodeAPI): void {
         ctx.setStatus(Status.ok(`start accepted`));
         return out;
       }
-      ctx.setStatus(Status.waiting(`accepted, waiting for start…`));
-      try {
-        const record = await waitFor(ctx.client, command.token, hasTransaction, 'START', config, ctx.signal);
+      return sendWhenConfirmed(out, command.token, hasTransaction, 'START', config, ctx, (record) => {
         const session = deriveSession(record ?? {}, ctx.service.deriveOptions);
         out.session = session;
         out.outcome = 'started';
-        ctx.setStatus(Status.ok(`started ${session.transactionId ?? ''} ${formatKWh(session.energyKWh)}`.trim()));
-        return twoOutputs ? [out, null] : out;
-      } catch (err) {
-        if (!twoOutputs || !isChargingError(err) || err.code !== 'NOT_CONFIRMED') throw err;
-        out.outcome = 'not confirmed';
-        ctx.setStatus(Status.warn('start not confirmed'));
-        return [null, out];
-      }
+        return Status.ok(`started ${session.transactionId ?? ''} ${formatKWh(session.energyKWh)}`.trim());
+      });
     });
   }
   RED.nodes.registerType('charging-start', ChargingStart);

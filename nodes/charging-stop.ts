@@ -1,6 +1,6 @@
 import type { NodeAPI, Node, NodeDef } from 'node-red';
 import { evaluateFields, runNode, typedField, WorkContext } from './common/node-support';
-import { WaitConfig, waitFor } from './common/waits';
+import { WaitConfig, sendWhenConfirmed } from './common/waits';
 import { resolveFields, stopCommand, normaliseField, NodeFields, ProgressRecord } from './lib/session';
 import { Status } from './lib/status';
 import { ChargingError, isChargingError } from './lib/errors';
@@ -20,7 +20,6 @@ export = function register(RED: NodeAPI): void {
       token: typedField(raw, 'token'),
       transactionId: typedField(raw, 'transactionId'),
     };
-    const twoOutputs = config.wait === true && config.timeoutOutput === true;
 
     runNode(RED, node, config.service, async (msg, ctx) => {
       const set = await evaluateFields(RED, node, fields, msg);
@@ -36,18 +35,11 @@ export = function register(RED: NodeAPI): void {
         ctx.setStatus(Status.ok(`stop accepted`));
         return out;
       }
-      ctx.setStatus(Status.waiting('accepted, waiting for end…'));
-      try {
-        await waitFor(ctx.client, command.token, (r) => r === null || r.transactionData?.transactionId !== command.transactionId, 'STOP', config, ctx.signal);
+      const ended = (r: ProgressRecord | null) => r === null || r.transactionData?.transactionId !== command.transactionId;
+      return sendWhenConfirmed(out, command.token, ended, 'STOP', config, ctx, () => {
         out.outcome = 'ended';
-        ctx.setStatus(Status.ok(`session ended`));
-        return twoOutputs ? [out, null] : out;
-      } catch (err) {
-        if (!twoOutputs || !isChargingError(err) || err.code !== 'NOT_CONFIRMED') throw err;
-        out.outcome = 'not confirmed';
-        ctx.setStatus(Status.warn('stop not confirmed'));
-        return [null, out];
-      }
+        return Status.ok('session ended');
+      });
     });
   }
   RED.nodes.registerType('charging-stop', ChargingStop);

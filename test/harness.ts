@@ -2,7 +2,9 @@
  * Shared test plumbing: a real Node-RED runtime (node-red-node-test-helper), the
  * real simulator over 127.0.0.1, and helpers to collect what a flow emits.
  */
+import net from 'node:net';
 import helper from 'node-red-node-test-helper';
+import { ChargingError } from '../nodes/lib/errors';
 import type { Node } from 'node-red';
 import { ChargingServiceSimulator, SimulatorOptions } from '../simulator/simulator';
 
@@ -150,6 +152,26 @@ export async function until(cond: () => boolean, what: string, timeoutMs = 5000)
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await delay(10);
   }
+}
+
+/** The ChargingError a promise rejects with; fails if it resolves or rejects with anything else. */
+export async function rejection(p: Promise<unknown>): Promise<ChargingError> {
+  try {
+    await p;
+  } catch (e) {
+    if (!(e instanceof ChargingError)) throw new Error(`expected a ChargingError, got ${String(e)}`);
+    return e;
+  }
+  throw new Error('expected a rejection');
+}
+
+/** A loopback port with nothing listening on it (connections are refused). */
+export async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
 }
 
 export function assertNoSecret(text: string, secrets: string[], where: string): void {

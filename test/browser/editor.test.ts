@@ -10,23 +10,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import { chromium, BrowserContext, Page } from 'playwright-core';
 import { ChargingServiceSimulator } from '../../simulator/simulator';
 import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay } from '../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, freePort } from '../harness';
 
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
 const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots');
-
-async function freePort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe('editor in a real browser (Chromium + playwright-core)', function () {
   this.timeout(120_000);

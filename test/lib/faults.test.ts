@@ -4,32 +4,12 @@
  * reached the station, token failures named and shared, timeouts everywhere.
  */
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { ServiceClient, ServiceClientOptions } from '../../nodes/lib/service-client';
 import { ChargingError } from '../../nodes/lib/errors';
 import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator } from '../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, freePort } from '../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
-
-async function rejection(p: Promise<unknown>): Promise<ChargingError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ChargingError, `a ChargingError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
-}
-
-/** A port with nothing listening: connections are refused. */
-async function deadPort(): Promise<number> {
-  const s = net.createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const port = (s.address() as net.AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 describe('fault handling (client against the simulator)', () => {
   let sim: ChargingServiceSimulator;
@@ -170,7 +150,7 @@ describe('fault handling (client against the simulator)', () => {
 
     it('connection refused: sent again, bounded, then a NETWORK error', async () => {
       await client.close();
-      const port = await deadPort();
+      const port = await freePort();
       client = make({ baseUrl: `http://127.0.0.1:${port}` });
       const err = await rejection(client.startSession(start));
       assert.equal(err.code, 'NETWORK');
@@ -225,7 +205,7 @@ describe('fault handling (client against the simulator)', () => {
 
     it('an unreachable token endpoint is an AUTH error naming the connection failure', async () => {
       await client.close();
-      client = make({ authUrl: `http://127.0.0.1:${await deadPort()}` });
+      client = make({ authUrl: `http://127.0.0.1:${await freePort()}` });
       const err = await rejection(client.getProgress('x'));
       assert.equal(err.code, 'AUTH');
       assert.match(err.message, /ECONNREFUSED/);

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { ServiceClient, ServiceClientOptions, tokenEndpoint } from '../../nodes/lib/service-client';
-import { ChargingError } from '../../nodes/lib/errors';
 import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, until } from '../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, until, rejection } from '../harness';
 
 function clientFor(sim: ChargingServiceSimulator, extra: Partial<ServiceClientOptions> = {}): ServiceClient {
   return new ServiceClient({
@@ -15,16 +14,6 @@ function clientFor(sim: ChargingServiceSimulator, extra: Partial<ServiceClientOp
     retry: { baseDelayMs: 10, maxDelayMs: 50 },
     ...extra,
   });
-}
-
-async function rejection(p: Promise<unknown>): Promise<ChargingError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ChargingError, `a ChargingError, got ${String(e)}`);
-    return e;
-  }
-  assert.fail('expected a rejection');
 }
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
