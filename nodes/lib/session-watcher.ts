@@ -78,10 +78,6 @@ export class SessionWatcher {
     return this.entries.size;
   }
 
-  tokens(): string[] {
-    return [...this.order];
-  }
-
   watch(token: string): boolean {
     if (this.closed || this.entries.has(token)) return false;
     this.entries.set(token, { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null });

@@ -97,11 +97,6 @@ export class TokenCache {
     if (this.token && this.token.value === value) this.token = null;
   }
 
-  /** Whether a token is held that is not yet due for renewal. */
-  hasValidToken(): boolean {
-    return this.token !== null && this.opts.now() < this.token.renewAt;
-  }
-
   close(): void {
     this.closed = true;
     this.token = null;
