@@ -68,6 +68,7 @@ export = function register(RED: NodeAPI): void {
   function ChargingService(this: ChargingServiceNode & { credentials: Credentials }, config: ServiceConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
+    (node as unknown as { authUrl: string }).authUrl = String(config.authUrl ?? '').trim();
     let client: ServiceClient | null = null;
     let configError: ChargingError | null = null;
 
@@ -131,7 +132,15 @@ export = function register(RED: NodeAPI): void {
     const id = typeof body.id === 'string' ? body.id : '';
     const stored = (id ? RED.nodes.getCredentials(id) : undefined) as Credentials | undefined;
     // The editor sends "__PWRD__" for a password the user has not retyped.
-    const secret = typeof body.clientSecret === 'string' && body.clientSecret !== '' && body.clientSecret !== '__PWRD__' ? body.clientSecret : stored?.clientSecret;
+    const typed = typeof body.clientSecret === 'string' && body.clientSecret !== '' && body.clientSecret !== '__PWRD__';
+    // The stored secret only ever goes to the token URL it was deployed with: otherwise the
+    // test would let an editor user send a secret they cannot read to a host of their choosing.
+    const deployed = id ? (RED.nodes.getNode(id) as (Node & { authUrl?: string }) | null) : null;
+    if (!typed && stored?.clientSecret && (!deployed || deployed.authUrl !== String(body.authUrl ?? '').trim())) {
+      res.json({ ok: false, error: 'Retype the client secret to test this token URL: the stored secret is only sent to the deployed token URL' });
+      return;
+    }
+    const secret = typed ? (body.clientSecret as string) : stored?.clientSecret;
     const clientId = typeof body.clientId === 'string' && body.clientId !== '' ? body.clientId : stored?.clientId;
     void testConnection(RED, { ...body, clientId, clientSecret: secret }).then((result) => res.json(result));
   });

@@ -51,6 +51,23 @@ describe('charging-service configuration', () => {
       assert.equal(res.body.ok, true);
     });
 
+    it('never sends the stored secret to a token URL other than the deployed one', async () => {
+      await load(sim, [PROGRESS, ...SINKS]);
+      const elsewhere = await startSimulator();
+      try {
+        const res = await helper
+          .request()
+          .post('/charging-service/test')
+          .send({ id: 'svc', baseUrl: elsewhere.baseUrl, authUrl: elsewhere.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' })
+          .expect(200);
+        assert.equal(res.body.ok, false);
+        assert.match(res.body.error, /Retype the client secret/);
+        assert.equal(elsewhere.requests.length, 0, 'nothing reached the other host');
+      } finally {
+        await elsewhere.stop();
+      }
+    });
+
     it('reports the reason for a refusal, without echoing the secret', async () => {
       await load(sim, [PROGRESS, ...SINKS]);
       const res = await helper
