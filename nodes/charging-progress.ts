@@ -18,6 +18,13 @@ interface ProgressConfig extends NodeDef {
 /** Shortest poll interval, unless settings.js says otherwise: protects the operator's rate limits. */
 const DEFAULT_MIN_INTERVAL_SEC = 5;
 
+/**
+ * Flow-context key of the tokens added by message. Node context is deleted each
+ * time a node closes; flow context survives a redeploy (and, with a persistent
+ * context store, a restart).
+ */
+const watchedKey = (node: Node) => `charging-watch-${node.id}`;
+
 const OUTPUT_OF_EVENT: Record<string, number> = { pending: 0, started: 0, updated: 1, poll: 1, ended: 2 };
 
 export = function register(RED: NodeAPI): void {
@@ -53,7 +60,11 @@ export = function register(RED: NodeAPI): void {
         const text = e.event === 'ended' ? `ended ${e.token}` : e.session?.energyKWh != null ? `${e.token} ${formatKWh(e.session.energyKWh)}` : `${e.event} ${e.token}`;
         node.status(Status.ok(`watching ${n} · ${text}`));
       });
-      node.on('close', () => watcher?.close());
+      node.on('close', (removed: boolean, done: () => void) => {
+        watcher?.close();
+        if (removed) node.context().flow.set(watchedKey(node), undefined);
+        done();
+      });
     }
 
     runNode(RED, node, config.service, async (msg, ctx) => {
@@ -65,6 +76,7 @@ export = function register(RED: NodeAPI): void {
           if (msg.topic === 'watch') watcher.watch(t);
           else watcher.unwatch(t);
         }
+        node.context().flow.set(watchedKey(node), watcher.tokens());
         ctx.setStatus(Status.ok(`watching ${watcher.size}`));
         return null;
       }
@@ -120,7 +132,9 @@ function startWatching(RED: NodeAPI, node: Node, config: ProgressConfig, onEvent
       node.error(err, { topic: token, payload: { token } } as NodeMessage);
     },
   );
-  for (const t of (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean)) {
+  const remembered = node.context().flow.get(watchedKey(node));
+  const fromMessages = Array.isArray(remembered) ? remembered.filter((t): t is string => typeof t === 'string') : [];
+  for (const t of [...(config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean), ...fromMessages]) {
     try {
       watcher.watch(normaliseField('token', t, 'the node'));
     } catch (err) {

@@ -88,6 +88,11 @@ export class SessionWatcher {
     return true;
   }
 
+  /** The watched tokens, in polling order. */
+  tokens(): string[] {
+    return [...this.order];
+  }
+
   unwatch(token: string): boolean {
     if (!this.entries.delete(token)) return false;
     const i = this.order.indexOf(token);

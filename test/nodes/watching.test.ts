@@ -90,6 +90,21 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
     await load(sim, [WATCH, ...SINKS, CATCH]);
   });
 
+  it('tokens added by message survive a redeploy of the node (flow context)', async () => {
+    await load(sim, [WATCH, ...SINKS, CATCH]);
+    send('watcher1', { topic: 'watch', payload: ['KEEP-1', 'KEEP-2'] });
+    send('watcher1', { topic: 'unwatch', payload: 'KEEP-2' });
+    await delay(300);
+    // Stop and start the flows as a "restart flows" deploy does (helper.unload would also wipe all context).
+    const runtime = (helper as unknown as { _redNodes: { stopFlows(): Promise<void>; startFlows(): Promise<void> } })._redNodes;
+    await runtime.stopFlows();
+    await runtime.startFlows();
+    const mark = sim.requests.length;
+    await delay(700);
+    const polled = new Set(sim.requests.slice(mark).filter((r) => r.method === 'GET').map((r) => r.query.token));
+    assert.deepEqual([...polled], ['KEEP-1']);
+  });
+
   it('the interval has a floor from settings, with a warning', async () => {
     helper.settings({ chargingSession: { minPollIntervalSec: 30 } } as Record<string, unknown>);
     try {
