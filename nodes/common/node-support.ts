@@ -122,7 +122,9 @@ export function runNode(
         done();
       } catch (err) {
         if (closed && isChargingError(err) && err.code === 'CLOSED') return done();
-        const error = isChargingError(err) ? err : new ChargingError('BAD_RESPONSE', `Unexpected failure: ${(err as Error)?.message ?? String(err)}`);
+        const error = isChargingError(err)
+          ? err
+          : new ChargingError('INTERNAL', `Unexpected failure in the charging nodes (please report it): ${(err as Error)?.message ?? String(err)}`);
         setStatus(Status.error(error));
         done(error);
       }

@@ -17,7 +17,8 @@ export type ChargingErrorCode =
   | 'BAD_RESPONSE' // a 2xx we cannot read
   | 'NOT_CONFIRMED' // a wait for a session to start/end ran out
   | 'NO_SESSION' // an action needed a session and there is none
-  | 'CLOSED'; // the node or config was closed (redeploy) while the request waited
+  | 'CLOSED' // the node or config was closed (redeploy) while the request waited
+  | 'INTERNAL'; // a failure in this package itself: please report it
 
 export interface ChargingErrorDetails {
   statusCode?: number;
@@ -104,6 +105,8 @@ export function shortReason(err: unknown): string {
       return 'config error';
     case 'CLOSED':
       return 'closed';
+    case 'INTERNAL':
+      return 'internal error';
   }
 }
 
