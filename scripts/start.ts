@@ -44,9 +44,9 @@ async function main(): Promise<void> {
   });
 }
 
-/** Node-RED from this repo's node_modules, on the given user dir. */
-export function spawnNodeRed(dataDir: string, uiPort: number, stdio: 'inherit' | 'pipe' = 'pipe'): ChildProcess {
-  return spawn(process.execPath, [require.resolve('node-red/red.js', { paths: [root] }), '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio });
+/** Node-RED (this repo's, or the red.js given) on the given user dir, with this process's Node. */
+export function spawnNodeRed(dataDir: string, uiPort: number, stdio: 'inherit' | 'pipe' = 'pipe', redJs = require.resolve('node-red/red.js', { paths: [root] })): ChildProcess {
+  return spawn(process.execPath, [redJs, '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio });
 }
 
 /**

@@ -4,7 +4,7 @@
  * and the simulator. Screenshots go to screenshots/ (git-ignored).
  *
  * Without Chromium the suite is skipped, unless CHARGING_REQUIRE_BROWSER is set
- * (.ci/run sets it and installs Chromium). It runs on the Node-RED 4 pass only.
+ * (.ci/run sets it and installs Chromium). It runs on both passes (Node-RED 4 and 5).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,10 +14,10 @@ import type { ChildProcess } from 'node:child_process';
 import { chromium, BrowserContext, Page } from 'playwright-core';
 import { ChargingServiceSimulator } from '../../simulator/simulator';
 import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, freePort } from '../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, freePort, NODE_RED } from '../harness';
 
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
-const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots');
+const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots', process.env.CHARGING_NODE_RED ? 'node-red-5' : 'node-red-4');
 
 describe('editor in a real browser (Chromium + playwright-core)', function () {
   this.timeout(120_000);
@@ -30,7 +30,6 @@ describe('editor in a real browser (Chromium + playwright-core)', function () {
   const dirs: string[] = [];
 
   before(async function () {
-    if (process.env.CHARGING_NODE_RED) this.skip(); // the Node-RED 5 pass: the editor is tested once, on 4.x
     if (!CHROMIUM) {
       if (process.env.CHARGING_REQUIRE_BROWSER) throw new Error('Chromium is required (CHARGING_REQUIRE_BROWSER) but /usr/bin/chromium is missing');
       this.skip();
@@ -42,7 +41,8 @@ describe('editor in a real browser (Chromium + playwright-core)', function () {
     dirs.push(dataDir, profile);
     const port = await freePort();
     prepareUserDir(dataDir, port, sim, 'empty');
-    red = spawnNodeRed(dataDir, port);
+    // The Node-RED under test (4.x, or 5.x on the second pass), run with this process's Node.
+    red = spawnNodeRed(dataDir, port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
     red.stdout?.on('data', (d: Buffer) => (redLog += d.toString()));
     red.stderr?.on('data', (d: Buffer) => (redLog += d.toString()));
     base = `http://127.0.0.1:${port}/`;
