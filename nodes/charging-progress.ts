@@ -60,11 +60,6 @@ export = function register(RED: NodeAPI): void {
         const text = e.event === 'ended' ? `ended ${e.token}` : e.session?.energyKWh != null ? `${e.token} ${formatKWh(e.session.energyKWh)}` : `${e.event} ${e.token}`;
         node.status(Status.ok(`watching ${n} · ${text}`));
       });
-      node.on('close', (removed: boolean, done: () => void) => {
-        watcher?.close();
-        if (removed) node.context().flow.set(watchedKey(node), undefined);
-        done();
-      });
     }
 
     runNode(RED, node, config.service, async (msg, ctx) => {
@@ -111,18 +106,17 @@ function startWatching(RED: NodeAPI, node: Node, config: ProgressConfig, onEvent
   const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
   if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);
   let service;
+  let client;
   try {
     service = getService(RED, config.service);
-    service.getClient();
+    client = service.getClient();
   } catch (err) {
     node.status(Status.error(err));
     node.error((err as Error).message);
     return null;
   }
-  const client = service.getClient();
   const controller = new AbortController();
   setMaxListeners(0, controller.signal);
-  node.on('close', () => controller.abort());
   const watcher = new SessionWatcher(
     async (token) => (await client.getProgress(token, { signal: controller.signal })).record,
     { intervalMs: intervalSec * 1000, emitEveryPoll: config.emitEveryPoll === true, derive: service.deriveOptions },
@@ -141,6 +135,12 @@ function startWatching(RED: NodeAPI, node: Node, config: ProgressConfig, onEvent
       node.error((err as Error).message);
     }
   }
+  node.on('close', (removed: boolean, done: () => void) => {
+    controller.abort();
+    watcher.close();
+    if (removed) node.context().flow.set(watchedKey(node), undefined);
+    done();
+  });
   node.status(Status.ok(`watching ${watcher.size}`));
   return watcher;
 }

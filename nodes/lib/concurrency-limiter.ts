@@ -19,10 +19,6 @@ export class ConcurrencyLimiter {
     return this.active;
   }
 
-  get waiting(): number {
-    return this.queue.length;
-  }
-
   acquire(signal?: AbortSignal): Promise<() => void> {
     if (this.closed) return Promise.reject(closedError());
     if (signal?.aborted) return Promise.reject(abortError());

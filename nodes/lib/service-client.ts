@@ -114,7 +114,7 @@ export class ServiceClient {
   private recentTokens: string[] = [];
   private closed = false;
   /** counters for status, tests, soak and benchmark */
-  readonly stats = { requests: 0, retries: 0, tokenRequests: 0 };
+  readonly stats = { requests: 0, retries: 0 };
 
   constructor(private readonly options: ServiceClientOptions) {
     this.tokenUrl = tokenEndpoint(options.authUrl);
@@ -432,7 +432,6 @@ export class ServiceClient {
   /** Spec §4.3. Errors here always name authentication. */
   private async requestToken(): Promise<TokenResponse> {
     if (this.closed) throw closedError();
-    this.stats.tokenRequests++;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     const scope = (this.options.scope ?? '').trim().split(/\s+/).filter(Boolean).join(' ');
     if (scope) form.set('scope', scope);
