@@ -1,40 +1,38 @@
-import type { NodeAPI, Node, NodeDef } from 'node-red';
-import { evaluateFields, runNode, typedField } from './common/node-support';
-import { WaitConfig, hasTransaction, sendWhenConfirmed } from './common/waits';
-import { deriveSession, resolveFields, startCommand } from './lib/session';
-import { Status, formatKWh } from './lib/status';
+import type { Node, NodeAPI, NodeDef } from 'node-red';
+import { acceptedMessage, sendWhenConfirmed, WaitConfig } from './common/confirm';
+import { NodeLifecycle } from './common/run-node';
+import { formatEnergy, Status } from './common/status';
+import { evaluateFields, typedFields } from './common/typed-fields';
+import { startCommand } from './lib/session/commands';
+import { resolveFields } from './lib/session/inputs';
+import { deriveSession } from './lib/session/record';
+import { started } from './lib/session/wait';
 
 interface StartConfig extends NodeDef, WaitConfig {
   service: string;
 }
 
+const FIELDS = ['locationId', 'evseId', 'token'] as const;
+
 export = function register(RED: NodeAPI): void {
   function ChargingStart(this: Node, config: StartConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
-    const raw = config as unknown as Record<string, unknown>;
-    const fields = { locationId: typedField(raw, 'locationId'), evseId: typedField(raw, 'evseId'), token: typedField(raw, 'token') };
-
-    runNode(RED, node, config.service, async (msg, ctx) => {
-      const set = await evaluateFields(RED, node, fields, msg);
-      const f = resolveFields(['locationId', 'evseId', 'token'] as const, set, msg.payload);
-      const command = startCommand(f);
-      ctx.setStatus(Status.requesting('starting'));
-      const res = await ctx.client.startSession(command, { signal: ctx.signal });
-      // DESIGN §2 "Chaining": the output still carries what progress and stop need.
-      const out = msg as typeof msg & { statusCode?: number; response?: unknown; session?: unknown; outcome?: string };
-      out.payload = { ...command };
-      out.statusCode = res.statusCode;
-      out.response = res.body;
+    const fields = typedFields(config, FIELDS);
+    new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
+      const command = startCommand(resolveFields(FIELDS, await evaluateFields(RED, node, fields, msg), msg.payload));
+      ctx.status(Status.requesting('starting'));
+      const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
+      const out = acceptedMessage(msg, { ...command }, res, 'START', ctx);
       if (!config.wait) {
-        ctx.setStatus(Status.ok(`start accepted`));
+        ctx.status(Status.ok(res.statusCode === 202 ? 'start accepted' : `start accepted (${res.statusCode})`));
         return out;
       }
-      return sendWhenConfirmed(out, command.token, hasTransaction, 'START', config, ctx, (record) => {
+      return sendWhenConfirmed(out, command.token, started, 'START', config, ctx, (record) => {
         const session = deriveSession(record ?? {}, ctx.service.deriveOptions);
         out.session = session;
         out.outcome = 'started';
-        return Status.ok(`started ${session.transactionId ?? ''} ${formatKWh(session.energyKWh)}`.trim());
+        return Status.ok(`started ${session.transactionId ?? ''} ${formatEnergy(session.energyKWh)}`.trim());
       });
     });
   }

@@ -16,25 +16,32 @@ const HELP = `Usage: charging-simulator [options]
   --stop-delay MS       time from STOP until the session is gone (default 1000)
   --power W             charging power that advances the meter (default 11000)
   --no-session MODE     answer to a progress query with no session: 404 (default), 204, empty200
-  --fault SPEC          inject a fault: target:kind[:status-or-ms][:times]
+  --auth-method M       client authentication the token endpoint accepts:
+                        basic (default), basic-form-encoded, client_secret_post
+  --fault SPEC          inject a fault: target:kind[:arg][:times]
                         target: token | get | post | service | any
-                        kind:   latency | hang | reset | status | revoke | malformed | truncated | huge
-                        times:  a number or 'always' (default 1)
-                        e.g. get:status:503:3, token:latency:2000:always, post:reset
+                        kind:   latency:MS | hang | reset | status:CODE | revoke        (before the request is handled)
+                                malformed | cut | huge:BYTES | drip:MS | deep:LEVELS | echo[:CODE]
+                                                                  (corrupt the real answer; a POST is processed first)
+                        times:  a number or 'always' (default 1; latency and drip: always)
+                        e.g. get:status:503:3, token:latency:2000:always, post:reset, get:drip:400, any:echo
 At run time: POST /__sim/faults with a JSON rule, DELETE /__sim/faults, GET /__sim/state.`;
 
 export function parseFault(spec: string): FaultRule {
   const [target, kind, arg, times] = spec.split(':');
   const targets: FaultTarget[] = ['token', 'get', 'post', 'service', 'any'];
-  const kinds: FaultKind[] = ['latency', 'hang', 'reset', 'status', 'revoke', 'malformed', 'truncated', 'huge'];
+  const kinds: FaultKind[] = ['latency', 'hang', 'reset', 'status', 'revoke', 'malformed', 'cut', 'truncated', 'huge', 'drip', 'deep', 'echo'];
   if (!targets.includes(target as FaultTarget) || !kinds.includes(kind as FaultKind)) throw new Error(`bad --fault ${spec}`);
   const rule: FaultRule = { target: target as FaultTarget, kind: kind as FaultKind };
   if (arg) {
-    if (kind === 'status') rule.status = Number(arg);
-    else if (kind === 'latency') rule.delayMs = Number(arg);
-    else if (kind === 'huge') rule.hugeBytes = Number(arg);
+    const n = Number(arg);
+    if (!Number.isFinite(n)) throw new Error(`bad --fault ${spec}: ${arg} is not a number`);
+    if (kind === 'status' || kind === 'echo') rule.status = n;
+    else if (kind === 'latency' || kind === 'drip') rule.delayMs = n;
+    else if (kind === 'huge') rule.hugeBytes = n;
+    else if (kind === 'deep') rule.depth = n;
   }
-  rule.times = times === 'always' ? Infinity : times ? Number(times) : kind === 'latency' ? Infinity : 1;
+  rule.times = times === 'always' ? Infinity : times ? Number(times) : kind === 'latency' || kind === 'drip' ? Infinity : 1;
   return rule;
 }
 
@@ -54,6 +61,12 @@ export function parseArgs(argv: string[]): { options: SimulatorOptions; faults: 
       case '--host': options.host = next(); break;
       case '--client-id': options.clientId = next(); break;
       case '--client-secret': options.clientSecret = next(); break;
+      case '--auth-method': {
+        const m = next();
+        if (m !== 'basic' && m !== 'basic-form-encoded' && m !== 'client_secret_post') throw new Error(`--auth-method must be basic, basic-form-encoded or client_secret_post (got ${m})`);
+        options.authMethod = m;
+        break;
+      }
       case '--token-lifetime': options.tokenLifetimeSec = Number(next()); break;
       case '--no-expires-in': options.omitExpiresIn = true; break;
       case '--start-delay': options.startDelayMs = Number(next()); break;
@@ -88,7 +101,7 @@ async function main(): Promise<void> {
   Base URL:      ${sim.baseUrl}
   Token URL:     ${sim.authUrl}     (tokens at ${sim.authUrl}/v1/token)
   Client ID:     ${o.clientId}
-  Client secret: ${o.clientSecret}
+  Client secret: ${o.clientSecret}   (client authentication: ${o.authMethod})
   Token lifetime ${o.tokenLifetimeSec} s; session starts ${o.startDelayMs} ms after START${parsed.faults.length ? `; ${parsed.faults.length} fault(s) armed` : ''}`);
   const shutdown = () => void sim.stop().then(() => process.exit(0));
   process.on('SIGINT', shutdown);

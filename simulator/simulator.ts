@@ -11,14 +11,23 @@ import type { AddressInfo, Socket } from 'node:net';
 export type FaultTarget = 'token' | 'get' | 'post' | 'service' | 'any';
 
 export type FaultKind =
+  // Before the request is handled (a POST is not processed unless afterProcessing):
   | 'latency' // answer normally after delayMs
   | 'hang' // never answer (the socket stays open until the client gives up)
   | 'reset' // destroy the connection without an answer
   | 'status' // answer with status, body, headers
   | 'revoke' // revoke the caller's (valid) token first: 401 follows
-  | 'malformed' // 200 whose body is not JSON
-  | 'truncated' // 200 whose body is cut short (Content-Length larger than sent)
-  | 'huge'; // 200 with a body of hugeBytes
+  // Corrupting the real answer (a POST is processed first: its 2xx means the station got it):
+  | 'malformed' // the real status, a body that is not JSON
+  | 'cut' // the real status and Content-Length, half the body, then the connection closes
+  | 'truncated' // the same as cut (older name)
+  | 'huge' // the real status with a body of hugeBytes
+  | 'drip' // the real status and headers at once, then the body one byte every delayMs (default 400)
+  | 'deep' // the real answer with a field nested depth levels (default 5000)
+  | 'echo'; // the real answer with the request's Authorization header and body inside; with status, an error that echoes them
+
+/** Faults that change the real answer rather than replace or delay it. */
+export const ANSWER_FAULTS: ReadonlySet<FaultKind> = new Set(['malformed', 'cut', 'truncated', 'huge', 'drip', 'deep', 'echo']);
 
 export interface FaultRule {
   target: FaultTarget;
@@ -30,9 +39,13 @@ export interface FaultRule {
   headers?: Record<string, string>;
   delayMs?: number;
   hugeBytes?: number;
+  /** nesting of the 'deep' fault */
+  depth?: number;
   /**
-   * For POST: act on the command first, then fail the answer (the station got the
-   * request; the client cannot know). Default false: fail before processing.
+   * For POST and the faults that replace or delay the answer: act on the command
+   * first, then fail the answer (the station got the request; the client cannot
+   * know). Default false: fail before processing. Faults that corrupt the real
+   * answer always process the command first.
    */
   afterProcessing?: boolean;
   /** internal: how many times it has applied */
@@ -46,6 +59,12 @@ export interface SimulatorOptions {
   clientSecret?: string;
   /** scopes a client may ask for; empty: any */
   allowedScopes?: string[];
+  /**
+   * The client authentication the token endpoint accepts (RFC 6749 §2.3.1):
+   * basic (the spec's raw Basic value, default), basic-form-encoded (each part
+   * form-urlencoded first, as standard OAuth servers decode it), client_secret_post.
+   */
+  authMethod?: 'basic' | 'basic-form-encoded' | 'client_secret_post';
   tokenLifetimeSec?: number;
   /** leave expires_in out of the token response */
   omitExpiresIn?: boolean;
@@ -130,6 +149,7 @@ export class ChargingServiceSimulator {
       clientId: opts.clientId ?? 'demo-client',
       clientSecret: opts.clientSecret ?? 'demo-secret',
       allowedScopes: opts.allowedScopes ?? [],
+      authMethod: opts.authMethod ?? 'basic',
       tokenLifetimeSec: opts.tokenLifetimeSec ?? 1800,
       omitExpiresIn: opts.omitExpiresIn ?? false,
       startDelayMs: opts.startDelayMs ?? 1000,
@@ -258,26 +278,36 @@ export class ChargingServiceSimulator {
       rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
     if (target === 'token') this.counters.tokenRequests++;
     const fault = target ? this.takeFault(target) : undefined;
+    if (fault && target && ANSWER_FAULTS.has(fault.kind)) {
+      // The real answer, captured, then corrupted on its way out.
+      const answer = new CapturedAnswer();
+      this.answer(target, rec, answer);
+      return this.corrupt(fault, answer, rec, req, res, target);
+    }
     if (fault && !(fault.afterProcessing && target === 'post')) {
-      if (await this.applyFault(fault, rec, req, res, target)) return;
+      if (await this.applyFault(fault, rec, req, res)) return;
     }
-    if (target === 'token') return this.token(rec, res);
-    if (target === 'get' || target === 'post') {
-      const auth = this.authorise(rec);
-      if (auth) {
-        this.counters.unauthorized++;
-        return json(res, 401, { error: 'unauthorized', message: auth });
-      }
-      if (target === 'get') return this.progress(rec, res);
-      if (fault && fault.afterProcessing) {
-        // The station gets the command; the answer is lost.
-        this.command(rec, null);
-        await this.applyFault(fault, rec, req, res, target);
-        return;
-      }
-      return this.command(rec, res);
+    if (!target) return json(res, 404, { error: 'not_found', message: `no such path ${rec.path}` });
+    if (fault && fault.afterProcessing && target === 'post') {
+      // The station gets the command; the answer is lost.
+      this.answer(target, rec, null);
+      await this.applyFault(fault, rec, req, res);
+      return;
     }
-    json(res, 404, { error: 'not_found', message: `no such path ${rec.path}` });
+    this.answer(target, rec, res);
+  }
+
+  /** The service's own answer to a request (res null: process only). */
+  private answer(target: FaultTarget, rec: RecordedRequest, res: Reply | null): void {
+    if (target === 'token') return this.token(rec, res ?? new CapturedAnswer());
+    const auth = this.authorise(rec);
+    if (auth) {
+      this.counters.unauthorized++;
+      if (res) json(res, 401, { error: 'unauthorized', message: auth });
+      return;
+    }
+    if (target === 'get') return this.progress(rec, res ?? new CapturedAnswer());
+    return this.command(rec, res);
   }
 
   private takeFault(target: FaultTarget): FaultRule | undefined {
@@ -292,7 +322,7 @@ export class ChargingServiceSimulator {
   }
 
   /** Returns true when the fault answered (or killed) the request itself. */
-  private async applyFault(f: FaultRule, rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse, target: FaultTarget | null): Promise<boolean> {
+  private async applyFault(f: FaultRule, rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse): Promise<boolean> {
     switch (f.kind) {
       case 'latency':
         await delay(f.delayMs ?? 500);
@@ -314,24 +344,70 @@ export class ChargingServiceSimulator {
         if (t) t.revoked = true;
         return false;
       }
+      default:
+        return false;
+    }
+  }
+
+  /** Sends the real answer, corrupted as the fault says. */
+  private async corrupt(f: FaultRule, answer: CapturedAnswer, rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse, target: FaultTarget): Promise<void> {
+    // An empty 202 has nothing to corrupt: give it the body a real service might send.
+    let body = answer.body || (target === 'post' ? JSON.stringify({ status: 'ACCEPTED' }) : '');
+    const type = { 'Content-Type': 'application/json; charset=utf-8' };
+    switch (f.kind) {
       case 'malformed':
-        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.writeHead(answer.status, type);
         res.end('<html>Service Unavailable</html>');
-        return true;
+        return;
+      case 'cut':
       case 'truncated': {
-        const full = target === 'token' ? JSON.stringify({ access_token: 'x'.repeat(40), token_type: 'Bearer', expires_in: 1800 }) : JSON.stringify(this.demoRecord(rec.query.token ?? 'tok'));
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(full.length) });
-        res.write(full.slice(0, Math.floor(full.length / 2)));
+        if (body.length < 2) body = JSON.stringify({ status: 'ACCEPTED', padding: 'xxxxxxxx' });
+        res.writeHead(answer.status, { ...type, 'Content-Length': String(Buffer.byteLength(body)) });
+        res.write(body.slice(0, Math.floor(body.length / 2)));
         setTimeout(() => req.socket.destroy(), 10);
-        return true;
+        return;
       }
-      case 'huge': {
-        const n = f.hugeBytes ?? 5 * 1024 * 1024;
-        res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(`{"pad":"${'x'.repeat(n)}"}`);
-        return true;
+      case 'huge':
+        res.writeHead(answer.status, type);
+        res.end(`{"pad":"${'x'.repeat(f.hugeBytes ?? 5 * 1024 * 1024)}"}`);
+        return;
+      case 'drip': {
+        res.writeHead(answer.status, { ...type, 'Content-Length': String(Buffer.byteLength(body)) });
+        const bytes = Buffer.from(body);
+        let i = 0;
+        const timer = setInterval(() => {
+          if (i >= bytes.length || res.destroyed) {
+            clearInterval(timer);
+            if (!res.destroyed) res.end();
+            return;
+          }
+          res.write(bytes.subarray(i, ++i));
+        }, f.delayMs ?? 400);
+        res.on('close', () => clearInterval(timer));
+        return;
+      }
+      case 'deep': {
+        const depth = f.depth ?? 5000;
+        const nested = `${'{"x":'.repeat(depth)}1${'}'.repeat(depth)}`;
+        const base = body.trim().startsWith('{') ? body.trim().slice(0, -1) + (body.trim() === '{}' ? '' : ',') : '{';
+        res.writeHead(answer.status, type);
+        res.end(`${base}"extra":${nested}}`);
+        return;
+      }
+      case 'echo': {
+        const seen = { authorization: rec.headers.authorization ?? null, body: rec.body };
+        if (f.status) return json(res, f.status, { error: 'bad_request', message: `rejected request with Authorization: ${seen.authorization} and body ${seen.body}` });
+        let value: Record<string, unknown> = {};
+        try {
+          value = body ? (JSON.parse(body) as Record<string, unknown>) : {};
+        } catch {
+          // not JSON: replaced
+        }
+        return json(res, answer.status, { ...value, echo: seen });
       }
     }
+    res.writeHead(answer.status, answer.headers);
+    res.end(body);
   }
 
   private control(rec: RecordedRequest, res: http.ServerResponse): void {
@@ -362,16 +438,13 @@ export class ChargingServiceSimulator {
 
   // ---------------------------------------------------------------- token endpoint (spec §4.3)
 
-  private token(rec: RecordedRequest, res: http.ServerResponse): void {
+  private token(rec: RecordedRequest, res: Reply): void {
     if (rec.method !== 'POST') return json(res, 405, { error: 'invalid_request', error_description: 'use POST' });
-    const auth = rec.headers.authorization ?? '';
-    const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(auth);
-    if (!m) return json(res, 401, { error: 'invalid_client', error_description: 'Basic client credentials required' }, { 'WWW-Authenticate': 'Basic realm="token"' });
-    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
-    const colon = decoded.indexOf(':');
-    const id = colon >= 0 ? decoded.slice(0, colon) : decoded;
-    const secret = colon >= 0 ? decoded.slice(colon + 1) : '';
-    if (!safeEqual(id, this.options.clientId) || !safeEqual(secret, this.options.clientSecret)) {
+    const client = this.clientOf(rec);
+    if ('refused' in client) {
+      return json(res, 401, { error: 'invalid_client', error_description: client.refused }, this.options.authMethod === 'client_secret_post' ? {} : { 'WWW-Authenticate': 'Basic realm="token"' });
+    }
+    if (!safeEqual(client.id, this.options.clientId) || !safeEqual(client.secret, this.options.clientSecret)) {
       return json(res, 401, { error: 'invalid_client', error_description: 'client authentication failed' });
     }
     const accept = rec.headers.accept ?? '';
@@ -400,6 +473,34 @@ export class ChargingServiceSimulator {
     json(res, 200, body, { 'Cache-Control': 'no-store' });
   }
 
+  /** The client's id and secret, read the way the configured client authentication sends them. */
+  private clientOf(rec: RecordedRequest): { id: string; secret: string } | { refused: string } {
+    if (this.options.authMethod === 'client_secret_post') {
+      const form = new URLSearchParams(rec.body);
+      if (rec.headers.authorization) return { refused: 'this server takes client_id and client_secret in the form body (client_secret_post), not an Authorization header' };
+      return { id: form.get('client_id') ?? '', secret: form.get('client_secret') ?? '' };
+    }
+    const m = /^Basic ([A-Za-z0-9+/=]+)$/.exec(rec.headers.authorization ?? '');
+    if (!m) return { refused: 'Basic client credentials required' };
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    let id = colon >= 0 ? decoded.slice(0, colon) : decoded;
+    let secret = colon >= 0 ? decoded.slice(colon + 1) : '';
+    if (this.options.authMethod === 'basic-form-encoded') {
+      // RFC 6749 §2.3.1: each part was form-urlencoded; a raw "+" or "%" decodes to something else.
+      const formDecode = (v: string) => {
+        try {
+          return decodeURIComponent(v.replace(/\+/g, ' '));
+        } catch {
+          return '\u0000';
+        }
+      };
+      id = formDecode(id);
+      secret = formDecode(secret);
+    }
+    return { id, secret };
+  }
+
   private authorise(rec: RecordedRequest): string | null {
     const bearer = bearerOf(rec);
     if (!bearer) return 'missing bearer token';
@@ -413,7 +514,7 @@ export class ChargingServiceSimulator {
   // ---------------------------------------------------------------- service (spec §4.1, §4.2)
 
   /** res null: process only (a fault answers instead). */
-  private command(rec: RecordedRequest, res: http.ServerResponse | null): void {
+  private command(rec: RecordedRequest, res: Reply | null): void {
     const reply = (status: number, body: unknown) => {
       if (res) json(res, status, body);
     };
@@ -476,14 +577,14 @@ export class ChargingServiceSimulator {
     reply(400, { error: 'invalid_request', message: `action must be START or STOP, not ${action}` });
   }
 
-  private accepted(res: http.ServerResponse | null, action: string): void {
+  private accepted(res: Reply | null, action: string): void {
     if (!res) return;
     if (this.options.acceptBody === 'json') return json(res, 202, { status: 'ACCEPTED', action });
     res.writeHead(202);
     res.end();
   }
 
-  private progress(rec: RecordedRequest, res: http.ServerResponse): void {
+  private progress(rec: RecordedRequest, res: Reply): void {
     this.counters.progressQueries++;
     const token = rec.query.token;
     if (!token) return json(res, 400, { error: 'invalid_request', message: 'query parameter token is required' });
@@ -523,14 +624,30 @@ export class ChargingServiceSimulator {
     return record;
   }
 
-  private demoRecord(token: string): Record<string, unknown> {
-    const now = this.now();
-    return this.recordOf({ locationId: 'LOC', evseId: '1', token, locationUid: uuidFrom('LOC'), createdAt: now, startedAt: now, transactionId: 'TX', cdrId: crypto.randomUUID(), meterStart: 0, powerW: 0, stoppedAt: null });
-  }
-
   private expireSessions(): void {
     const now = this.now();
     for (const [k, s] of this.sessions) if (s.stoppedAt !== null && now >= s.stoppedAt + this.options.stopDelayMs) this.sessions.delete(k);
+  }
+}
+
+/** What the service's handlers write to: a real response, or a capture to be corrupted by a fault. */
+interface Reply {
+  writeHead(status: number, headers?: Record<string, string>): unknown;
+  end(body?: string): unknown;
+}
+
+class CapturedAnswer implements Reply {
+  status = 200;
+  headers: Record<string, string> = {};
+  body = '';
+  writeHead(status: number, headers: Record<string, string> = {}): this {
+    this.status = status;
+    this.headers = headers;
+    return this;
+  }
+  end(body = ''): this {
+    this.body = body;
+    return this;
   }
 }
 
@@ -538,7 +655,7 @@ function emptyCounters(): SimulatorCounters {
   return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0 };
 }
 
-function json(res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+function json(res: Reply, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': String(Buffer.byteLength(text)), ...headers });
   res.end(text);

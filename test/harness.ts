@@ -42,6 +42,8 @@ export const CLIENT_SECRET = 'S3cr3t-Value-That-Must-Never-Leak';
 
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<ChargingServiceSimulator> {
   return new ChargingServiceSimulator({
+    // Read at each call, so that a test that fakes the clock sees the simulator on its clock too.
+    now: () => Date.now(),
     clientId: CLIENT_ID,
     clientSecret: CLIENT_SECRET,
     startDelayMs: 50,
@@ -106,11 +108,11 @@ export class Sink {
   async nth(n: number, timeoutMs = 5000): Promise<Record<string, unknown>> {
     if (this.messages.length < n) {
       await new Promise<void>((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`timed out waiting for message ${n} at ${this.node.id} (got ${this.messages.length})`)), timeoutMs);
+        const t = realSetTimeout(() => reject(new Error(`timed out waiting for message ${n} at ${this.node.id} (got ${this.messages.length})`)), timeoutMs);
         this.waiters.push({
           n,
           resolve: () => {
-            clearTimeout(t);
+            realClearTimeout(t);
             resolve();
           },
         });
@@ -128,8 +130,28 @@ export function send(id: string, msg: Record<string, unknown>): void {
   (helper.getNode(id) as Node & { receive(m: unknown): void }).receive(msg);
 }
 
+// The real timers and clock, captured before any test fakes them (sinon), so that waiting for
+// real sockets works while a test drives the client's timers by hand.
+const realSetTimeout = setTimeout;
+const realClearTimeout = clearTimeout;
+const realNow = () => performance.now();
+
 export function delay(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return new Promise((r) => realSetTimeout(r, ms));
+}
+
+/**
+ * Advances a fake clock in steps, letting real I/O (sockets to the simulator)
+ * happen between steps, until done() holds. Fails after maxSteps.
+ */
+export async function driveClock(clock: { tickAsync(ms: number): Promise<unknown> }, done: () => boolean, stepMs: number, maxSteps = 1000): Promise<void> {
+  for (let i = 0; i < maxSteps; i++) {
+    if (done()) return;
+    await delay(2);
+    if (done()) return;
+    await clock.tickAsync(stepMs);
+  }
+  throw new Error(`not done after ${maxSteps} steps of ${stepMs} ms`);
 }
 
 /** Everything Node-RED logged during the test, as text. */
@@ -147,9 +169,9 @@ export function statusCalls(nodeId?: string): Array<Record<string, unknown>> {
 
 /** Waits until cond() is true, polling; fails with the message after timeoutMs. */
 export async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const end = Date.now() + timeoutMs;
+  const end = realNow() + timeoutMs;
   while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (realNow() > end) throw new Error(`timed out waiting for ${what}`);
     await delay(10);
   }
 }

@@ -12,7 +12,7 @@ export type ChargingErrorCode =
   | 'HTTP' // the service answered with an error status
   | 'RATE_LIMITED' // 429 and we ran out of patience
   | 'NETWORK' // no answer: refused, reset, DNS, TLS
-  | 'TIMEOUT' // no answer in time
+  | 'TIMEOUT' // no (complete) answer in time
   | 'OUTCOME_UNKNOWN' // a START/STOP may have reached the station; not repeated
   | 'BAD_RESPONSE' // a 2xx we cannot read
   | 'NOT_CONFIRMED' // a wait for a session to start/end ran out
@@ -22,7 +22,7 @@ export type ChargingErrorCode =
 
 export interface ChargingErrorDetails {
   statusCode?: number;
-  /** the service's own error text, truncated and redacted */
+  /** the service's own error text, redacted, then shortened */
   serviceMessage?: string;
   /** set on START/STOP failures where the station may have acted */
   outcomeUnknown?: boolean;
@@ -30,7 +30,7 @@ export interface ChargingErrorDetails {
   field?: string;
   /** whether retrying the same request could help (used by the retry policy) */
   retryable?: boolean;
-  /** Retry-After in ms, when the service sent one */
+  /** Retry-After in ms, when the server sent one */
   retryAfterMs?: number;
   /** low-level code such as ECONNREFUSED */
   cause?: string;
@@ -59,6 +59,27 @@ export class ChargingError extends Error {
     this.causeCode = details.cause;
   }
 
+  /** The same error with another message and the same facts (e.g. "gave up after 4 attempts"). */
+  withMessage(message: string): ChargingError {
+    return new ChargingError(this.code, message, {
+      statusCode: this.statusCode,
+      serviceMessage: this.serviceMessage,
+      outcomeUnknown: this.outcomeUnknown,
+      field: this.field,
+      retryable: this.retryable,
+      retryAfterMs: this.retryAfterMs,
+      cause: this.causeCode,
+    });
+  }
+
+  /**
+   * Node-RED puts `err.toString()` into msg.error.message: the message alone,
+   * one readable line, as core nodes read ("ChargingError: " helps nobody).
+   */
+  override toString(): string {
+    return this.message;
+  }
+
   /** What lands in msg.error and in Node-RED's log: plain data, nothing secret. */
   toJSON(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.name, code: this.code, message: this.message };
@@ -75,75 +96,8 @@ export function isChargingError(err: unknown): err is ChargingError {
   return err instanceof ChargingError;
 }
 
-/** Short reason for a status badge: a few words, never a secret. */
-export function shortReason(err: unknown): string {
-  if (!isChargingError(err)) return 'error';
-  switch (err.code) {
-    case 'MISSING_FIELD':
-      return `missing ${err.field ?? 'field'}`;
-    case 'INVALID_INPUT':
-      return `invalid ${err.field ?? 'input'}`;
-    case 'HTTP':
-      return `HTTP ${err.statusCode ?? ''}`.trim();
-    case 'AUTH':
-      return err.statusCode ? `auth failed (${err.statusCode})` : 'auth failed';
-    case 'OUTCOME_UNKNOWN':
-      return 'outcome unknown';
-    case 'RATE_LIMITED':
-      return 'rate limited';
-    case 'TIMEOUT':
-      return 'timeout';
-    case 'NETWORK':
-      return err.causeCode ? `network (${err.causeCode})` : 'network error';
-    case 'BAD_RESPONSE':
-      return 'bad response';
-    case 'NOT_CONFIRMED':
-      return 'not confirmed';
-    case 'NO_SESSION':
-      return 'no session';
-    case 'CONFIG':
-      return 'config error';
-    case 'CLOSED':
-      return 'closed';
-    case 'INTERNAL':
-      return 'internal error';
-  }
-}
-
-const MAX_SERVICE_TEXT = 300;
-
-/**
- * The service's error body as a short line of text: JSON bodies are searched for
- * the usual message fields, anything else is cut to a readable length.
- */
-export function serviceText(body: unknown): string | undefined {
-  if (body === undefined || body === null || body === '') return undefined;
-  let text: string;
-  if (typeof body === 'string') {
-    const trimmed = body.trim();
-    try {
-      return serviceText(JSON.parse(trimmed) as unknown) ?? undefined;
-    } catch {
-      text = trimmed;
-    }
-  } else if (Buffer.isBuffer(body)) {
-    return serviceText(body.toString('utf8'));
-  } else if (typeof body === 'object') {
-    const o = body as Record<string, unknown>;
-    const parts: string[] = [];
-    for (const key of ['error', 'error_description', 'message', 'detail', 'title', 'description']) {
-      const v = o[key];
-      if (typeof v === 'string' && v.trim() !== '') parts.push(v.trim());
-      else if (v && typeof v === 'object') {
-        const nested = serviceText(v);
-        if (nested) parts.push(nested);
-      }
-    }
-    text = parts.length > 0 ? parts.join(': ') : JSON.stringify(body);
-  } else {
-    text = String(body);
-  }
-  text = text.replace(/\s+/g, ' ');
-  if (text === '') return undefined;
-  return text.length > MAX_SERVICE_TEXT ? `${text.slice(0, MAX_SERVICE_TEXT)}…` : text;
+/** The one CLOSED error: work abandoned because its node or its configuration closed. */
+export function closedError(what: 'node' | 'configuration'): ChargingError {
+  const who = what === 'node' ? 'The node' : 'The service configuration';
+  return new ChargingError('CLOSED', `${who} was closed (redeploy or shutdown); the request was abandoned`);
 }

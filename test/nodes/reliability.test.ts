@@ -57,7 +57,7 @@ describe('reliability of the nodes in a real runtime', function () {
         const caught = await Sink.of('caught').next();
         const error = caught.error as { message: string; code: string };
         assert.ok(['MISSING_FIELD', 'INVALID_INPUT'].includes(error.code), error.code);
-        assert.match(error.message, /^ChargingError: token /);
+        assert.match(error.message, /^token /, 'the message alone, as core nodes read');
         assert.equal(sim.requests.filter((r) => r.path === SESSIONS_PATH).length, 0);
         assert.equal(({} as Record<string, unknown>).token, undefined, 'Object.prototype untouched');
         // A good message afterwards still succeeds.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import path from 'node:path';
 import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor, fromNodeRed } from '../harness';
-import { SIM_CERT, SIM_KEY } from '../lib/transport.test';
+import { SIM_CERT, SIM_KEY } from '../lib/client/transport.test';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const TLS_NODE = require(fromNodeRed('@node-red/nodes/core/network/05-tls.js'));
@@ -36,8 +36,11 @@ describe('charging-service configuration', () => {
         .post('/charging-service/test')
         .send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })
         .expect(200);
-      assert.deepEqual(res.body, { ok: true, expiresIn: 1800 });
+      assert.equal(res.body.ok, true);
+      assert.equal(res.body.expiresIn, 1800);
+      assert.match(res.body.message, /^Connected: token received \(valid 1800 s\); the service at http:\/\/127\.0\.0\.1:\d+ answers/);
       assert.equal(sim.counters.tokensIssued, 1);
+      assert.equal(sim.counters.progressQueries, 1, 'the service itself was asked, not only the token endpoint');
       assert.ok(!res.text.includes(CLIENT_SECRET));
     });
 

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { ServiceClient, ServiceClientOptions, tokenEndpoint } from '../../nodes/lib/service-client';
-import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, until, rejection } from '../harness';
+import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
+import { tokenEndpoint } from '../../../nodes/lib/client/token-endpoint';
+import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, until, rejection } from '../../harness';
 
 function clientFor(sim: ChargingServiceSimulator, extra: Partial<ServiceClientOptions> = {}): ServiceClient {
   return new ServiceClient({
@@ -82,16 +83,17 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
     assert.equal(sim.counters.progressQueries, 50);
   });
 
-  it('renews a token that really expired at the simulator (1 s lifetime)', async () => {
+  it('gets a new token when one really expired at the simulator (1 s lifetime, below the 10 s floor)', async () => {
     await sim.stop();
     sim = await startSimulator({ tokenLifetimeSec: 1 });
     await client.close();
     client = clientFor(sim);
     await client.getProgress('a');
-    await delay(1100);
+    // The token's lifetime (1 s) is under the floor (10 s): the client still renews at once when the service refuses it.
+    await until(() => Date.now() - sim.requests[0].at > 1000, 'the token to expire at the simulator');
     await client.getProgress('b');
     assert.equal(sim.counters.tokenRequests, 2);
-    assert.equal(sim.counters.unauthorized, 0, 'renewed before the service refused it');
+    assert.equal(sim.counters.unauthorized, 1, 'one 401, then a new token and one retry');
   });
 
   it('after a 401 on a valid-looking token: drops it, fetches one new token and retries once', async () => {
@@ -116,19 +118,19 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
   it('a 401 on START is retried once with a new token and the command reaches the station once', async () => {
     await client.getProgress('warm-up');
     sim.revokeAllTokens();
-    const res = await client.startSession(start);
+    const res = await client.sendCommand(start);
     assert.equal(res.statusCode, 202);
     assert.equal(sim.counters.starts, 1);
     assert.ok(sim.session('RFID-1'));
   });
 
   it('sends START and STOP bodies exactly per spec §2.1 with a JSON content type', async () => {
-    await client.startSession(start);
+    await client.sendCommand(start);
     await until(() => (sim.session('RFID-1')?.startedAt ?? Infinity) <= Date.now(), 'session start');
     const progress = await client.getProgress('RFID-1');
     const tx = progress.record?.transactionData?.transactionId;
     assert.ok(tx);
-    await client.stopSession({ action: 'STOP', locationId: 'LOC-1', evseId: '1', token: 'RFID-1', transactionId: tx });
+    await client.sendCommand({ action: 'STOP', locationId: 'LOC-1', evseId: '1', token: 'RFID-1', transactionId: tx });
     const posts = sim.requests.filter((r) => r.path === SESSIONS_PATH && r.method === 'POST');
     assert.equal(posts[0].body, '{"action":"START","locationId":"LOC-1","evseId":"1","token":"RFID-1"}');
     assert.equal(posts[1].body, `{"action":"STOP","locationId":"LOC-1","evseId":"1","token":"RFID-1","transactionId":"${tx}"}`);
@@ -136,8 +138,8 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
   });
 
   it('returns the record unchanged, with evseId as the number the service sent', async () => {
-    await client.startSession({ ...start, evseId: '42' });
-    await delay(80);
+    await client.sendCommand({ ...start, evseId: '42' });
+    await until(() => (sim.session('RFID-1')?.startedAt ?? Infinity) <= Date.now(), 'session start');
     const { record } = await client.getProgress('RFID-1');
     assert.equal(record?.evseId, 42);
     assert.equal(record?.tokenId, 'RFID-1');
@@ -156,8 +158,8 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
   }
 
   it('puts the HTTP status and the service text in a 4xx error, without retrying', async () => {
-    await client.startSession(start);
-    const err = await rejection(client.startSession(start));
+    await client.sendCommand(start);
+    const err = await rejection(client.sendCommand(start));
     assert.equal(err.code, 'HTTP');
     assert.equal(err.statusCode, 409);
     assert.match(err.message, /START failed: the service answered 409: conflict: a session is already active/);
@@ -169,12 +171,12 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
     const res = await client.getProgress('nobody');
     assert.equal(res.record, null);
     assert.equal(sim.counters.progressQueries, 1, 'two 503s, then one real query');
-    assert.equal(client.stats.retries, 2);
+    assert.equal(sim.requests.filter((r) => r.path === SESSIONS_PATH).length, 3, 'two retries');
   });
 
   it('never repeats a START that got a 502: outcome unknown', async () => {
     sim.inject({ target: 'post', kind: 'status', status: 502, afterProcessing: true });
-    const err = await rejection(client.startSession(start));
+    const err = await rejection(client.sendCommand(start));
     assert.equal(err.code, 'OUTCOME_UNKNOWN');
     assert.equal(err.outcomeUnknown, true);
     assert.match(err.message, /query the session's progress/);
@@ -183,9 +185,11 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
   });
 
   it('a body that is not JSON in a 200 progress answer is a BAD_RESPONSE error', async () => {
+    await client.sendCommand(start);
     sim.inject({ target: 'get', kind: 'malformed' });
-    const err = await rejection(client.getProgress('x'));
+    const err = await rejection(client.getProgress('RFID-1'));
     assert.equal(err.code, 'BAD_RESPONSE');
+    assert.match(err.message, /progress query: the service answered 200 with a body that is not valid JSON/);
   });
 
   it('authentication failures name authentication and the status; wrong secret is not retried', async () => {
@@ -213,14 +217,11 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
   it('keeps at most maxInFlight requests on the wire', async () => {
     await client.close();
     client = clientFor(sim, { maxInFlight: 3 });
+    await client.getProgress('warm-up'); // the token request is not a service request
+    Object.assign(sim.counters, { peakConcurrent: 0, progressQueries: 0 });
     sim.inject({ target: 'get', kind: 'latency', delayMs: 50, times: Infinity });
-    let peak = 0;
-    const watcher = setInterval(() => {
-      peak = Math.max(peak, (client as unknown as { limiter: { inFlight: number } }).limiter.inFlight);
-    }, 5);
     await Promise.all(Array.from({ length: 12 }, (_, i) => client.getProgress(`T${i}`)));
-    clearInterval(watcher);
     assert.equal(sim.counters.progressQueries, 12);
-    assert.ok(peak <= 3 && peak >= 2, `peak in flight ${peak}`);
+    assert.equal(sim.counters.peakConcurrent, 3, 'never more than 3 at the service, and all 3 used');
   });
 });

@@ -4,10 +4,11 @@
  * reached the station, token failures named and shared, timeouts everywhere.
  */
 import assert from 'node:assert/strict';
-import { ServiceClient, ServiceClientOptions } from '../../nodes/lib/service-client';
-import { ChargingError } from '../../nodes/lib/errors';
-import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, freePort } from '../harness';
+import sinon from 'sinon';
+import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
+import { ChargingError } from '../../../nodes/lib/errors';
+import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, freePort, until, driveClock, delay } from '../../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
 
@@ -25,6 +26,11 @@ describe('fault handling (client against the simulator)', () => {
       tokenCache: { failureBackoffMs: 200 },
       ...extra,
     });
+  /** A session with a transaction, so that a progress query has a record (200) to corrupt. */
+  const startedSession = async () => {
+    await client.sendCommand(start);
+    await until(() => (sim.session('RFID-1')?.startedAt ?? Infinity) <= Date.now(), 'session start');
+  };
   const posts = () => sim.requests.filter((r) => r.method === 'POST' && r.path === SESSIONS_PATH).length;
   const gets = () => sim.requests.filter((r) => r.method === 'GET' && r.path === SESSIONS_PATH).length;
 
@@ -57,14 +63,25 @@ describe('fault handling (client against the simulator)', () => {
       assert.equal(gets(), 4);
     });
 
-    it('is bounded in time as well as in count', async () => {
+    it('is bounded by the time budget as well as in count (fake clock for the pauses)', async () => {
       await client.close();
-      client = make({ retry: { getAttempts: 100, baseDelayMs: 100, maxDelayMs: 100, maxTotalMs: 600 } });
-      sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
-      const t0 = Date.now();
-      await rejection(client.getProgress('x'));
-      assert.ok(gets() < 100, `${gets()} attempts`);
-      assert.ok(Date.now() - t0 < 3_000);
+      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+      try {
+        client = make({ timeoutMs: 100, retry: { getAttempts: 100, baseDelayMs: 100, maxDelayMs: 100, maxTotalMs: 600 } });
+        sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+        const started = Date.now();
+        let err: ChargingError | null = null;
+        void rejection(client.getProgress('x')).then((e) => (err = e));
+        await driveClock(clock, () => err !== null, 10);
+        const e = err as unknown as ChargingError;
+        assert.equal(e.statusCode, 503);
+        assert.ok(Date.now() - started <= 600, `answered after ${Date.now() - started} ms of the 600 ms budget`);
+        // Pauses of 50-100 ms in a 600 ms budget: at most 13 attempts, never the 100 allowed.
+        assert.ok(gets() <= 13, `${gets()} attempts`);
+        assert.match(e.message, /gave up after \d+ attempts/);
+      } finally {
+        clock.restore();
+      }
     });
 
     it('retries a reset connection', async () => {
@@ -87,12 +104,21 @@ describe('fault handling (client against the simulator)', () => {
       assert.match(err.message, /no answer from http:\/\/127\.0\.0\.1:\d+ within 300 ms/);
     });
 
-    it('honours Retry-After on 429', async () => {
-      sim.inject({ target: 'get', kind: 'status', status: 429, headers: { 'Retry-After': '1' } });
-      const t0 = Date.now();
-      const res = await client.getProgress('nobody');
-      assert.equal(res.record, null);
-      assert.ok(Date.now() - t0 >= 950, 'waited for Retry-After');
+    it('honours Retry-After on 429: nothing is sent again before it has passed (fake clock)', async () => {
+      await client.close();
+      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+      try {
+        client = make();
+        sim.inject({ target: 'get', kind: 'status', status: 429, headers: { 'Retry-After': '2' } });
+        let answered = false;
+        void client.getProgress('nobody').then(() => (answered = true));
+        await driveClock(clock, () => answered, 50);
+        const [refused, retried] = sim.requests.filter((r) => r.path === SESSIONS_PATH);
+        assert.equal(gets(), 2);
+        assert.ok(retried.at - refused.at >= 2_000, `sent again after ${retried.at - refused.at} ms`);
+      } finally {
+        clock.restore();
+      }
     });
 
     it('fails at once with RATE_LIMITED when Retry-After is beyond the time budget', async () => {
@@ -103,19 +129,24 @@ describe('fault handling (client against the simulator)', () => {
       assert.equal(gets(), 1);
     });
 
-    it('a cut-short body is retried, then reported', async () => {
-      sim.inject({ target: 'get', kind: 'truncated', times: Infinity });
-      const err = await rejection(client.getProgress('x'));
-      assert.ok(['NETWORK', 'BAD_RESPONSE'].includes(err.code), err.code);
+    it('a cut-short body is retried, then reported as cut, with the status and the size announced', async () => {
+      await startedSession();
+      sim.inject({ target: 'get', kind: 'cut', times: Infinity });
+      const err = await rejection(client.getProgress('RFID-1'));
+      assert.equal(err.code, 'NETWORK');
+      assert.match(err.message, /progress query: http:\/\/127\.0\.0\.1:\d+ answered 200, but its body was cut short \(\d+ bytes announced\) \(gave up after 4 attempts\)/);
+      assert.equal(gets(), 4);
     });
 
     it('a huge body is refused as BAD_RESPONSE without buffering it all', async () => {
       await client.close();
       client = make({ maxBodyBytes: 64 * 1024 });
+      await startedSession();
       sim.inject({ target: 'get', kind: 'huge', hugeBytes: 2 * 1024 * 1024, times: Infinity });
-      const err = await rejection(client.getProgress('x'));
+      const err = await rejection(client.getProgress('RFID-1'));
       assert.equal(err.code, 'BAD_RESPONSE');
-      assert.match(err.message, /larger than allowed \(65536 bytes\)/);
+      assert.match(err.message, /answered 200, but its body was larger than allowed \(65536 bytes\)/);
+      assert.equal(gets(), 1, 'not retried');
     });
   });
 
@@ -128,7 +159,7 @@ describe('fault handling (client against the simulator)', () => {
     ] as const) {
       it(`${name}: OUTCOME_UNKNOWN, sent once, no duplicate`, async () => {
         sim.inject({ target: 'post', afterProcessing: true, ...rule });
-        const err = await rejection(client.startSession(start));
+        const err = await rejection(client.sendCommand(start));
         assert.equal(err.code, 'OUTCOME_UNKNOWN');
         assert.match(err.message, /START may or may not have reached the station/);
         assert.match(err.message, /It was not sent again/);
@@ -142,7 +173,7 @@ describe('fault handling (client against the simulator)', () => {
 
     it('429: sent again after Retry-After (surely not processed), once', async () => {
       sim.inject({ target: 'post', kind: 'status', status: 429, headers: { 'Retry-After': '0' } });
-      const res = await client.startSession(start);
+      const res = await client.sendCommand(start);
       assert.equal(res.statusCode, 202);
       assert.equal(posts(), 2);
       assert.equal(sim.counters.starts, 1);
@@ -152,19 +183,18 @@ describe('fault handling (client against the simulator)', () => {
       await client.close();
       const port = await freePort();
       client = make({ baseUrl: `http://127.0.0.1:${port}` });
-      const err = await rejection(client.startSession(start));
+      const err = await rejection(client.sendCommand(start));
       assert.equal(err.code, 'NETWORK');
       assert.equal(err.causeCode, 'ECONNREFUSED');
       assert.match(err.message, /could not connect to http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\) \(gave up after 3 attempts\)/);
-      assert.equal(client.stats.requests, 3);
     });
 
     it('STOP after a 502: outcome unknown and the session is still stopping, not stopped twice', async () => {
-      await client.startSession(start);
-      await new Promise((r) => setTimeout(r, 80));
+      await client.sendCommand(start);
+      await until(() => (sim.session('RFID-1')?.startedAt ?? Infinity) <= Date.now(), 'session start');
       const tx = (await client.getProgress('RFID-1')).record?.transactionData?.transactionId as string;
       sim.inject({ target: 'post', kind: 'status', status: 502, afterProcessing: true });
-      const err = await rejection(client.stopSession({ ...start, action: 'STOP', transactionId: tx }));
+      const err = await rejection(client.sendCommand({ ...start, action: 'STOP', transactionId: tx }));
       assert.equal(err.code, 'OUTCOME_UNKNOWN');
       assert.equal(sim.counters.stops, 1);
       assert.equal(sim.counters.duplicateStops, 0);
@@ -179,6 +209,7 @@ describe('fault handling (client against the simulator)', () => {
       ['answering malformed JSON', { kind: 'malformed' }, /answered 200 with a body that is not JSON/],
       ['resetting the connection', { kind: 'reset' }, /could not get an access token .* connection failed/],
       ['hanging', { kind: 'hang' }, /could not get an access token .* no answer within 300 ms/],
+      ['dripping its body', { kind: 'drip', delayMs: 100 }, /token endpoint .* answered 200, but its body did not arrive in full within 300 ms/],
     ] as const) {
       it(`${name}: an AUTH error that names authentication`, async () => {
         sim.inject({ target: 'token', times: Infinity, ...rule });
@@ -244,19 +275,21 @@ describe('fault handling (client against the simulator)', () => {
   });
 
   describe('close', () => {
-    it('rejects queued work, cancels back-off timers and sends nothing afterwards', async () => {
+    it('rejects queued work and pending retries at once, sends nothing afterwards, leaves no timer', async () => {
       await client.close();
       client = make({ maxInFlight: 1, retry: { baseDelayMs: 200, maxDelayMs: 200 } });
-      sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+      await client.getProgress('warm-up');
       const before = timers();
-      const pending = Array.from({ length: 5 }, (_, i) => client.getProgress(`T${i}`).catch((e: ChargingError) => e));
-      await new Promise((r) => setTimeout(r, 50));
-      assert.ok(timers() > before, 'back-off timers are armed');
+      sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+      const settled: Array<ChargingError | null> = Array.from({ length: 5 }, () => null);
+      const pending = Array.from({ length: 5 }, (_, i) => client.getProgress(`T${i}`).catch((e: ChargingError) => (settled[i] = e)));
+      await until(() => gets() >= 2, 'a first 503, then a pause before the retry');
+      assert.ok(settled.every((e) => e === null), 'all still waiting: one in its pause, four in the queue');
       await client.close();
       const errors = await Promise.all(pending);
       assert.ok(errors.every((e) => e instanceof ChargingError && e.code === 'CLOSED'), errors.map(String).join());
       const sent = sim.requests.length;
-      await new Promise((r) => setTimeout(r, 400));
+      await delay(400);
       assert.equal(sim.requests.length, sent, 'no request after close');
       assert.ok(timers() <= before, `timers left: ${timers() - before}`);
     });

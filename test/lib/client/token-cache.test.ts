@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
-import { TokenCache, TokenResponse, SPEC_TOKEN_LIFETIME_MS } from '../../nodes/lib/token-cache';
+import { TokenCache, TokenResponse, SPEC_TOKEN_LIFETIME_MS, MIN_TOKEN_LIFETIME_MS } from '../../../nodes/lib/client/token-cache';
+import { ChargingError } from '../../../nodes/lib/errors';
 
 function deferred<T>() {
   let resolve!: (v: T) => void;
@@ -80,17 +81,71 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
   });
 
   it('renews a very short-lived token at a tenth of its lifetime before expiry, not 60 s before', async () => {
-    const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 10 }));
+    const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 20 }));
     const cache = new TokenCache(fetch);
     const t = await cache.get();
-    assert.equal(t.renewAt - Date.now(), 9_000);
-    assert.equal(t.usableUntil - Date.now(), 9_500);
-    clock.tick(8_900);
+    assert.equal(t.renewAt - Date.now(), 18_000);
+    assert.equal(t.usableUntil - Date.now(), 19_000);
+    clock.tick(17_900);
     await cache.get();
     assert.equal(fetch.callCount, 1);
     clock.tick(200);
     await cache.get();
     assert.equal(fetch.callCount, 2);
+  });
+
+  it('puts a floor under absurd lifetimes (expires_in 0.001 s) and says so once, instead of one token per request', async () => {
+    const warnings: string[] = [];
+    const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 0.001 }));
+    const cache = new TokenCache(fetch, { onWarning: (w) => warnings.push(w) });
+    const t = await cache.get();
+    assert.equal(t.expiresAt - Date.now(), MIN_TOKEN_LIFETIME_MS);
+    for (let i = 0; i < 100; i++) await cache.get();
+    assert.equal(fetch.callCount, 1);
+    clock.tick(MIN_TOKEN_LIFETIME_MS);
+    await cache.get();
+    assert.equal(fetch.callCount, 2);
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0], /valid for 0\.001 s; it is used for 10 s/);
+  });
+
+  it('answers synchronously with peek() while the token is good, and null when a wait is needed', async () => {
+    const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 600 }));
+    const cache = new TokenCache(fetch);
+    assert.equal(cache.peek(), null, 'nothing cached yet');
+    await cache.get();
+    assert.equal(cache.peek()?.value, 'tok');
+    clock.tick(600_000);
+    assert.equal(cache.peek(), null, 'expired');
+  });
+
+  it("stays away for the server's Retry-After when it is longer than the back-off", async () => {
+    let fail = true;
+    const fetch = sinon.fake(async () => {
+      if (fail) throw new ChargingError('AUTH', 'Authentication failed: 429', { statusCode: 429, retryable: true, retryAfterMs: 10_000 });
+      return { accessToken: 'tok', expiresIn: 1800 };
+    });
+    const cache = new TokenCache(fetch, { failureBackoffMs: 1_000 });
+    await assert.rejects(cache.get());
+    fail = false;
+    clock.tick(9_000);
+    await assert.rejects(cache.get(), /429/);
+    assert.equal(fetch.callCount, 1, 'no request during the 10 s the server asked for');
+    clock.tick(1_001);
+    assert.equal((await cache.get()).value, 'tok');
+    assert.equal(fetch.callCount, 2);
+  });
+
+  it('after the service refused a fresh token, backs off instead of fetching a token per message', async () => {
+    let n = 0;
+    const fetch = sinon.fake(async () => ({ accessToken: `tok-${++n}`, expiresIn: 1800 }));
+    const cache = new TokenCache(fetch, { failureBackoffMs: 1_000 });
+    const t = await cache.get();
+    cache.refusedByService(t.value, new ChargingError('AUTH', 'refused', { statusCode: 401 }));
+    for (let i = 0; i < 100; i++) await assert.rejects(cache.get(), (e: ChargingError) => e.code === 'AUTH' && /refuses freshly issued tokens/.test(e.message));
+    assert.equal(fetch.callCount, 1);
+    clock.tick(1_001);
+    assert.equal((await cache.get()).value, 'tok-2');
   });
 
   it('shares one failure among concurrent callers and backs off before asking again', async () => {

@@ -4,8 +4,9 @@
  * the interval, turns successive records into events, and estimates power.
  * No Node-RED and no HTTP in here: the poll function is given.
  */
-import { ChargingError } from './errors';
-import { deriveSession, DeriveOptions, ProgressRecord, SessionInfo, parseZonelessTimestamp } from './session';
+import { ChargingError } from '../errors';
+import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo } from './record';
+import type { PollFn } from './wait';
 
 export type WatchEventKind =
   | 'pending' // a session appeared, not started yet (no transactionId)
@@ -48,15 +49,16 @@ interface Entry {
   lastError: string | null;
 }
 
-export type PollFn = (token: string) => Promise<ProgressRecord | null>;
-
 /**
  * One timer for all watched tokens: every tick polls the share of tokens that
  * fall due, in a fixed round-robin order, so N tokens at interval I cost one poll
- * every I/N ms, evenly, however large N is.
+ * every I/N ms, evenly, however large N is. Adding or removing N tokens costs
+ * O(N): removal is lazy (the polling order skips tokens no longer watched and
+ * is compacted once they are the majority).
  */
 export class SessionWatcher {
   private readonly entries = new Map<string, Entry>();
+  /** polling order; may hold tokens no longer watched (skipped, then compacted away) */
   private order: string[] = [];
   private cursor = 0;
   private budget = 0;
@@ -78,30 +80,30 @@ export class SessionWatcher {
     return this.entries.size;
   }
 
-  watch(token: string): boolean {
-    if (this.closed || this.entries.has(token)) return false;
-    this.entries.set(token, { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null });
-    // A new token is polled first, at the next tick, rather than a whole interval later.
-    this.order.splice(this.cursor, 0, token);
+  /** Starts watching the tokens not watched yet; returns how many were added. */
+  watch(tokens: Iterable<string>): number {
+    if (this.closed) return 0;
+    const added: string[] = [];
+    for (const token of tokens) {
+      if (this.entries.has(token)) continue;
+      this.entries.set(token, { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null });
+      added.push(token);
+    }
+    if (added.length === 0) return 0;
+    // New tokens are polled first, from the next tick, rather than a whole interval later.
+    this.order = this.order.slice(0, this.cursor).concat(added, this.order.slice(this.cursor));
     this.budget = Math.max(this.budget, 1);
     this.schedule();
-    return true;
+    return added.length;
   }
 
-  /** The watched tokens, in polling order. */
-  tokens(): string[] {
-    return [...this.order];
-  }
-
-  unwatch(token: string): boolean {
-    if (!this.entries.delete(token)) return false;
-    const i = this.order.indexOf(token);
-    if (i >= 0) {
-      this.order.splice(i, 1);
-      if (i < this.cursor) this.cursor--;
-    }
-    if (this.order.length === 0) this.stopTimer();
-    return true;
+  /** Stops watching these tokens; returns how many were watched. */
+  unwatch(tokens: Iterable<string>): number {
+    let removed = 0;
+    for (const token of tokens) if (this.entries.delete(token)) removed++;
+    if (this.entries.size === 0) this.unwatchAll();
+    else if (this.order.length > 2 * this.entries.size) this.compact();
+    return removed;
   }
 
   unwatchAll(): void {
@@ -111,19 +113,31 @@ export class SessionWatcher {
     this.stopTimer();
   }
 
+  /** The watched tokens, in polling order. */
+  tokens(): string[] {
+    return this.order.filter((t) => this.entries.has(t));
+  }
+
   close(): void {
     this.closed = true;
     this.unwatchAll();
   }
 
+  private compact(): void {
+    const before = this.order.slice(0, this.cursor).filter((t) => this.entries.has(t));
+    const after = this.order.slice(this.cursor).filter((t) => this.entries.has(t));
+    this.order = before.concat(after);
+    this.cursor = before.length;
+  }
+
   /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
   private tickMs(): number {
-    const n = Math.max(1, this.order.length);
+    const n = Math.max(1, this.entries.size);
     return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.options.intervalMs / n));
   }
 
   private schedule(): void {
-    if (this.timer || this.closed || this.order.length === 0) return;
+    if (this.timer || this.closed || this.entries.size === 0) return;
     this.lastTick = this.now();
     this.timer = setTimeout(() => this.tick(), 0);
     this.timer.unref?.();
@@ -136,18 +150,22 @@ export class SessionWatcher {
 
   private tick(): void {
     this.timer = null;
-    if (this.closed || this.order.length === 0) return;
+    if (this.closed || this.entries.size === 0) return;
     const now = this.now();
     const elapsed = Math.max(0, now - this.lastTick);
     this.lastTick = now;
+    const n = this.entries.size;
     // Share of the list that fell due since the last tick; never more than one round.
-    this.budget = Math.min(this.order.length, this.budget + (this.order.length * elapsed) / this.options.intervalMs);
+    this.budget = Math.min(n, this.budget + (n * elapsed) / this.options.intervalMs);
     let due = Math.floor(this.budget);
     this.budget -= due;
-    while (due-- > 0 && this.order.length > 0) {
+    // Skipping unwatched tokens costs no budget; at most one pass over the order per tick.
+    for (let steps = 0; due > 0 && steps < this.order.length; steps++) {
       if (this.cursor >= this.order.length) this.cursor = 0;
       const entry = this.entries.get(this.order[this.cursor++]);
-      if (entry && !entry.inFlight) this.pollOne(entry);
+      if (!entry) continue;
+      due--;
+      if (!entry.inFlight) this.pollOne(entry);
     }
     this.timer = setTimeout(() => this.tick(), this.tickMs());
     this.timer.unref?.();
@@ -160,23 +178,40 @@ export class SessionWatcher {
         entry.inFlight = false;
         if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
         entry.lastError = null;
-        for (const e of this.observe(entry, record)) this.onEvent(e);
+        for (const e of this.observe(entry, record)) this.deliver(e);
       },
       (err: unknown) => {
         entry.inFlight = false;
         if (this.entries.get(entry.token) !== entry) return;
-        const error = err instanceof ChargingError ? err : new ChargingError('NETWORK', String((err as Error)?.message ?? err));
+        const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
         if (error.code === 'CLOSED') return;
         // One report per streak of the same failure, not one per poll.
         if (entry.lastError === error.message) return;
         entry.lastError = error.message;
-        this.onError(entry.token, error);
+        this.report(entry.token, error);
       },
     );
   }
 
-  /** Turns a poll result into zero or more events, and updates the entry. Exposed for tests. */
-  observe(entry: Entry, record: ProgressRecord | null): WatchEvent[] {
+  /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */
+  private deliver(e: WatchEvent): void {
+    try {
+      this.onEvent(e);
+    } catch (err) {
+      this.report(e.token, new ChargingError('INTERNAL', `Could not pass on the "${e.event}" event for ${e.token}: ${(err as Error)?.message ?? String(err)}`));
+    }
+  }
+
+  private report(token: string, err: ChargingError): void {
+    try {
+      this.onError(token, err);
+    } catch {
+      // nothing left to tell
+    }
+  }
+
+  /** Turns a poll result into zero or more events, and updates the entry. */
+  private observe(entry: Entry, record: ProgressRecord | null): WatchEvent[] {
     const events: WatchEvent[] = [];
     const token = entry.token;
     if (record === null) {
@@ -220,7 +255,7 @@ export class SessionWatcher {
   private power(entry: Entry, record: ProgressRecord, info: SessionInfo): number | null {
     if (info.energyKWh === null || info.meterStart === null || info.meterEnd === null) return entry.last?.powerKW ?? null;
     // From the raw meter values: the rounded energyKWh would skew short intervals.
-    const kwhNow = (info.meterEnd - info.meterStart) / ((this.options.derive?.meterUnit ?? 'Wh') === 'Wh' ? 1000 : 1);
+    const kwhNow = meterKWh(info.meterStart, info.meterEnd, this.options.derive?.meterUnit);
     const ts = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, this.options.derive?.timestampZone ?? 'UTC') : NaN;
     const at = Number.isNaN(ts) ? this.now() : ts;
     const prev = entry.sample;
@@ -229,44 +264,5 @@ export class SessionWatcher {
     if (kwhNow === prev.kwh) return entry.last?.powerKW ?? null; // same reading polled twice
     const kw = (kwhNow - prev.kwh) / ((at - prev.at) / 3_600_000);
     return kw >= 0 && Number.isFinite(kw) ? Math.round(kw * 100) / 100 : null;
-  }
-}
-
-export interface WaitOptions {
-  timeoutMs: number;
-  intervalMs: number;
-  signal?: AbortSignal;
-}
-
-/**
- * Polls until want(record) holds (record null = no session). Resolves with the
- * last record; rejects with NOT_CONFIRMED when the time runs out. Poll errors
- * other than CLOSED do not end the wait early: the next poll may work.
- */
-export async function waitForSession(
-  poll: PollFn,
-  token: string,
-  want: (record: ProgressRecord | null) => boolean,
-  what: string,
-  opts: WaitOptions,
-  sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
-): Promise<ProgressRecord | null> {
-  const deadline = Date.now() + opts.timeoutMs;
-  let lastError: ChargingError | null = null;
-  for (;;) {
-    try {
-      const record = await poll(token);
-      if (want(record)) return record;
-      lastError = null;
-    } catch (err) {
-      if (err instanceof ChargingError && err.code === 'CLOSED') throw err;
-      lastError = err instanceof ChargingError ? err : new ChargingError('NETWORK', String(err));
-    }
-    const left = deadline - Date.now();
-    if (left <= 0) {
-      const why = lastError ? ` (last poll: ${lastError.message})` : '';
-      throw new ChargingError('NOT_CONFIRMED', `${what} was not confirmed within ${Math.round(opts.timeoutMs / 1000)} s: the command was accepted, but progress did not show it yet${why}`);
-    }
-    await sleep(Math.min(opts.intervalMs, left), opts.signal);
   }
 }

@@ -1,0 +1,90 @@
+/** The "wait until started / ended" option shared by charging-start and charging-stop. */
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { NodeMessage } from 'node-red';
+import { closedError, isChargingError } from '../lib/errors';
+import { positiveNumber } from '../lib/settings';
+import type { ProgressRecord } from '../lib/session/record';
+import { waitForSession } from '../lib/session/wait';
+import type { Outputs, WorkContext } from './run-node';
+import { NodeStatus, Status } from './status';
+
+export interface WaitConfig {
+  /** wait after the 202 until progress confirms */
+  wait?: boolean;
+  /** seconds */
+  waitTimeout?: string | number;
+  /** send to a second output on timeout instead of raising an error */
+  timeoutOutput?: boolean;
+}
+
+/** Milliseconds between polls while waiting: often enough to feel immediate, rarely enough to be harmless. */
+export const WAIT_POLL_MS = 1_000;
+
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return sleep(ms, undefined, { signal }).catch(() => {
+    throw closedError('node');
+  });
+}
+
+/**
+ * Waits until `want` holds, then lets `onConfirmed` complete the message and
+ * sends it on output 1. A timeout (NOT_CONFIRMED) goes to output 2 with
+ * msg.outcome = "not confirmed" when that output is enabled, else it is raised.
+ */
+export async function sendWhenConfirmed(
+  out: NodeMessage & { outcome?: string },
+  token: string,
+  want: (r: ProgressRecord | null) => boolean,
+  what: 'START' | 'STOP',
+  config: WaitConfig,
+  ctx: WorkContext,
+  onConfirmed: (record: ProgressRecord | null) => NodeStatus,
+): Promise<Outputs> {
+  const twoOutputs = config.timeoutOutput === true;
+  ctx.status(Status.waiting(`accepted, waiting for ${what === 'START' ? 'start' : 'end'}…`));
+  try {
+    const record = await waitForSession(
+      async (t) => (await ctx.client.getProgress(t, { signal: ctx.signal })).record,
+      token,
+      want,
+      what,
+      { timeoutMs: positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000, intervalMs: WAIT_POLL_MS, signal: ctx.signal },
+      pause,
+    );
+    ctx.status(onConfirmed(record));
+    return twoOutputs ? [out, null] : out;
+  } catch (err) {
+    if (!twoOutputs || !isChargingError(err) || err.code !== 'NOT_CONFIRMED') throw err;
+    out.outcome = 'not confirmed';
+    ctx.status(Status.warn(`${what.toLowerCase()} not confirmed`));
+    return [null, out];
+  }
+}
+
+/**
+ * The message a START or STOP sends on: a shallow copy of the input (which stays
+ * untouched, so that an error later reports it as it came), with the command in
+ * msg.payload (DESIGN §2 "Chaining"), the status and the body. A 2xx other than
+ * the spec's 202 is passed on but said once; a body that could not be read is
+ * said on msg.responseNote and once in the log.
+ */
+export function acceptedMessage(
+  msg: NodeMessage,
+  payload: Record<string, unknown>,
+  res: { statusCode: number; body: unknown; bodyNote?: string },
+  action: 'START' | 'STOP',
+  ctx: WorkContext,
+): NodeMessage & { statusCode: number; response: unknown; responseNote?: string; outcome?: string; session?: unknown } {
+  const out = { ...msg, payload, statusCode: res.statusCode, response: res.body } as NodeMessage & { statusCode: number; response: unknown; responseNote?: string };
+  if (res.statusCode !== 202) {
+    ctx.warnOnce(
+      `status-${res.statusCode}`,
+      `The service answered ${res.statusCode} to ${action}, not 202 (the status the spec defines): passed on as accepted; check msg.statusCode and msg.response in your flow`,
+    );
+  }
+  if (res.bodyNote) {
+    out.responseNote = res.bodyNote;
+    ctx.warnOnce('body-note', res.bodyNote);
+  }
+  return out;
+}

@@ -1,0 +1,20 @@
+/** How the action nodes find their charging-service configuration. */
+import type { Node, NodeAPI } from 'node-red';
+import { ChargingError } from '../lib/errors';
+import type { ServiceClient } from '../lib/client/service-client';
+import type { DeriveOptions } from '../lib/session/record';
+
+/** The public face of a charging-service config node. */
+export interface ChargingServiceNode extends Node {
+  /** the shared client, or a CONFIG error saying what is wrong with the configuration */
+  getClient(): ServiceClient;
+  readonly deriveOptions: DeriveOptions;
+}
+
+export function getService(RED: NodeAPI, serviceId: string | undefined): ChargingServiceNode {
+  const service = serviceId ? (RED.nodes.getNode(serviceId) as ChargingServiceNode | null) : null;
+  if (!service || typeof service.getClient !== 'function') {
+    throw new ChargingError('CONFIG', 'No charging-service configuration is selected in this node');
+  }
+  return service;
+}

@@ -1,0 +1,67 @@
+/**
+ * The one way to turn a charging-service configuration (as deployed, or as
+ * being edited in the dialog) into ServiceClient options: used by the config
+ * node and by Test connection alike, so that both check the same things.
+ */
+import type https from 'node:https';
+import type { Node, NodeAPI } from 'node-red';
+import type { ServiceClientOptions } from '../lib/client/service-client';
+import { DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
+import { isAuthMethod } from '../lib/client/token-endpoint';
+import { ChargingError } from '../lib/errors';
+import { checkEndpointUrl, positiveNumber } from '../lib/settings';
+
+export interface ServiceSettings {
+  baseUrl?: unknown;
+  authUrl?: unknown;
+  scope?: unknown;
+  authMethod?: unknown;
+  /** seconds */
+  timeout?: unknown;
+  maxInFlight?: unknown;
+  allowInsecureHttp?: unknown;
+  /** id of a tls-config node */
+  tls?: unknown;
+}
+
+export interface Credentials {
+  clientId?: string;
+  clientSecret?: string;
+}
+
+interface TlsConfigNode extends Node {
+  addTLSOptions(opts: Record<string, unknown>): void;
+}
+
+/** Client options, and warnings to log (plain http allowed to a remote host); throws a CONFIG error saying what to fix. */
+export function clientOptions(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials): { options: ServiceClientOptions; warnings: string[] } {
+  const allowHttp = settings.allowInsecureHttp === true;
+  const base = checkEndpointUrl('Base URL', settings.baseUrl, allowHttp);
+  const auth = checkEndpointUrl('Token URL', settings.authUrl, allowHttp);
+  if (!credentials.clientId) throw new ChargingError('CONFIG', 'The client ID is not set in the charging-service configuration');
+  if (!credentials.clientSecret) throw new ChargingError('CONFIG', 'The client secret is not set in the charging-service configuration');
+  if (settings.authMethod !== undefined && settings.authMethod !== '' && !isAuthMethod(settings.authMethod)) {
+    throw new ChargingError('CONFIG', `Authentication "${String(settings.authMethod)}" is not one of basic, basic-form-encoded, client_secret_post`);
+  }
+  const options: ServiceClientOptions = {
+    baseUrl: base.url,
+    authUrl: auth.url,
+    scope: typeof settings.scope === 'string' ? settings.scope : '',
+    authMethod: isAuthMethod(settings.authMethod) ? settings.authMethod : 'basic',
+    clientId: credentials.clientId,
+    clientSecret: credentials.clientSecret,
+    timeoutMs: positiveNumber(settings.timeout, 10, 1, 300) * 1000,
+    maxInFlight: Math.round(positiveNumber(settings.maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, 256)),
+    tls: tlsOptions(RED, typeof settings.tls === 'string' ? settings.tls : undefined),
+  };
+  return { options, warnings: [base.warning, auth.warning].filter((w): w is string => !!w) };
+}
+
+function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions | undefined {
+  if (!tlsId || tlsId === '_ADD_') return undefined;
+  const tlsNode = RED.nodes.getNode(tlsId) as TlsConfigNode | null;
+  if (!tlsNode) throw new ChargingError('CONFIG', 'The selected TLS configuration could not be found (deploy it first)');
+  const opts: Record<string, unknown> = {};
+  tlsNode.addTLSOptions(opts);
+  return opts as https.AgentOptions;
+}

@@ -1,0 +1,219 @@
+/**
+ * What an exchange's result means (DESIGN §3): every way a request can fail
+ * becomes a ChargingError with a code, a message a person can act on, and
+ * whether a retry may help; and every body the service sends is read within
+ * limits: redacted first, parsed, depth-checked.
+ */
+import { ChargingError, closedError } from '../errors';
+import { parseRetryAfter } from './backoff';
+import type { Redactor } from './redactor';
+import type { RawResponse, TransportError } from './transport';
+
+/** Deepest JSON accepted. A progress record is 2 levels deep; Node-RED's message clone overflows its stack in the thousands. */
+export const MAX_JSON_DEPTH = 64;
+/** Longest service text kept in an error message, after redaction. */
+export const MAX_SERVICE_TEXT = 300;
+
+export interface Operation {
+  method: 'GET' | 'POST';
+  /** words for messages: "START", "STOP", "progress query" */
+  what: string;
+}
+
+/** Words for an HTTP exchange that ended without an answer (no headers). */
+export function transportReason(err: TransportError, allowedMs: number): string {
+  switch (err.failure) {
+    case 'not-sent':
+      return `could not connect (${err.code})`;
+    case 'tls':
+      return `the TLS handshake failed (${err.code}). For a private CA, set it in a TLS configuration on the service node.`;
+    case 'invalid':
+      return `the request could not be built (${err.code})`;
+    case 'deadline':
+      return `no answer within ${allowedMs} ms`;
+    case 'closed':
+      return 'the configuration was closed while it was on the wire';
+    case 'failed':
+      return `the connection failed (${err.code})`;
+  }
+}
+
+/** A service exchange (START, STOP, progress) that ended without an answer. */
+export function transportError(err: TransportError, op: Operation, where: string, allowedMs: number): ChargingError {
+  const cause = err.code;
+  switch (err.failure) {
+    case 'not-sent':
+      // Surely not processed: safe to retry, POST included.
+      return new ChargingError('NETWORK', `${op.what}: could not connect to ${where} (${err.code})`, { cause, retryable: true });
+    case 'tls':
+      return new ChargingError('NETWORK', `${op.what}: TLS handshake with ${where} failed (${err.code}). For a private CA, set it in a TLS configuration on the service node.`, { cause });
+    case 'invalid':
+      return new ChargingError('INTERNAL', `${op.what} could not be sent: ${transportReason(err, allowedMs)}. Nothing was sent; please report this.`, { cause });
+    case 'closed':
+      return op.method === 'POST' ? outcomeUnknown(op, transportReason(err, allowedMs), { cause }) : closedError('configuration');
+    case 'deadline':
+      if (op.method === 'POST') return outcomeUnknown(op, `no answer within ${allowedMs} ms`, { cause });
+      return new ChargingError('TIMEOUT', `${op.what}: no answer from ${where} within ${allowedMs} ms`, { cause, retryable: true });
+    case 'failed':
+      if (op.method === 'POST') return outcomeUnknown(op, `the connection failed (${err.code})`, { cause });
+      return new ChargingError('NETWORK', `${op.what}: the connection to ${where} failed (${err.code})`, { cause, retryable: true });
+  }
+}
+
+/** Words for a body that did not arrive in full after the headers did. */
+export function bodyProblemText(res: RawResponse, allowedMs: number, maxBodyBytes: number): string {
+  switch (res.bodyProblem) {
+    case 'deadline':
+      return `its body did not arrive in full within ${allowedMs} ms`;
+    case 'too-large':
+      return `its body was larger than allowed (${maxBodyBytes} bytes)`;
+    case 'closed':
+      return 'its body was abandoned on close';
+    default:
+      return res.announcedBytes !== undefined ? `its body was cut short (${res.announcedBytes} bytes announced)` : 'its body was cut short';
+  }
+}
+
+/** A progress query answered 2xx whose body could not be read in full. */
+export function bodyProblemError(res: RawResponse, op: Operation, where: string, allowedMs: number, maxBodyBytes: number): ChargingError {
+  const said = `${op.what}: ${where} answered ${res.status}, but ${bodyProblemText(res, allowedMs, maxBodyBytes)}`;
+  switch (res.bodyProblem) {
+    case 'deadline':
+      return new ChargingError('TIMEOUT', said, { statusCode: res.status, retryable: true });
+    case 'too-large':
+      return new ChargingError('BAD_RESPONSE', said, { statusCode: res.status });
+    case 'closed':
+      return closedError('configuration');
+    default:
+      return new ChargingError('NETWORK', said, { statusCode: res.status, retryable: true });
+  }
+}
+
+/** A status the operation does not accept. `text` is the service's own words, already redacted and cut. */
+export function statusError(res: RawResponse, op: Operation, text: string | undefined, afterFreshToken: boolean): ChargingError {
+  const status = res.status;
+  const said = text ? `: ${text}` : '';
+  if (status === 401) {
+    return new ChargingError(
+      'AUTH',
+      afterFreshToken
+        ? `${op.what} refused with 401 Unauthorized even with a freshly issued token${said}. Check the client's scopes and that the token URL belongs to this service.`
+        : `${op.what} refused with 401 Unauthorized${said}`,
+      { statusCode: 401, serviceMessage: text },
+    );
+  }
+  if (status === 429) {
+    const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
+    const wait = retryAfterMs !== undefined ? ` (Retry-After ${Math.ceil(retryAfterMs / 1000)} s)` : '';
+    return new ChargingError('RATE_LIMITED', `${op.what} rate-limited by the service: 429 Too Many Requests${wait}${said}`, {
+      statusCode: 429,
+      serviceMessage: text,
+      retryable: true,
+      retryAfterMs,
+    });
+  }
+  if (status >= 500) {
+    if (op.method === 'POST') return outcomeUnknown(op, `the service answered ${status}${said}`, { statusCode: status, serviceMessage: text });
+    return new ChargingError('HTTP', `${op.what} failed: the service answered ${status}${said}`, {
+      statusCode: status,
+      serviceMessage: text,
+      retryable: true,
+      retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+    });
+  }
+  return new ChargingError('HTTP', `${op.what} failed: the service answered ${status}${said}`, { statusCode: status, serviceMessage: text });
+}
+
+export function outcomeUnknown(op: Operation, why: string, details: { statusCode?: number; serviceMessage?: string; cause?: string }): ChargingError {
+  return new ChargingError(
+    'OUTCOME_UNKNOWN',
+    `${op.what} may or may not have reached the station: ${why}. It was not sent again, to avoid a duplicate ${op.what}; query the session's progress to see whether it took effect.`,
+    { ...details, outcomeUnknown: true },
+  );
+}
+
+/**
+ * A success body as a value: secrets scrubbed before parsing (a service that
+ * echoes our Authorization header must not put the token into msg.payload),
+ * then parsed and refused if nested deeper than MAX_JSON_DEPTH. Null for an
+ * empty body. Throws BAD_RESPONSE for text that is not JSON.
+ */
+export function readJson(text: string, redactor: Redactor, what: string, status: number): unknown {
+  if (text.trim() === '') return null;
+  const clean = redactor.redact(text);
+  let value: unknown;
+  try {
+    value = JSON.parse(clean) as unknown;
+  } catch {
+    throw new ChargingError('BAD_RESPONSE', `${what}: the service answered ${status} with a body that is not valid JSON (${text.length} bytes)`, { statusCode: status });
+  }
+  if (tooDeep(value, 1)) {
+    throw new ChargingError('BAD_RESPONSE', `${what}: the service answered ${status} with JSON nested deeper than ${MAX_JSON_DEPTH} levels; it was not passed on`, { statusCode: status });
+  }
+  // A \u escape can spell a secret that the text did not show: look again at the parsed value.
+  if (clean.includes('\\u')) {
+    const again = JSON.stringify(value);
+    if (redactor.matches(again)) value = JSON.parse(redactor.redact(again)) as unknown;
+  }
+  return value;
+}
+
+function tooDeep(v: unknown, depth: number): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  if (depth > MAX_JSON_DEPTH) return true;
+  if (Array.isArray(v)) {
+    for (const x of v) if (tooDeep(x, depth + 1)) return true;
+    return false;
+  }
+  for (const k in v) if (tooDeep((v as Record<string, unknown>)[k], depth + 1)) return true;
+  return false;
+}
+
+/**
+ * The service's error body as one short line: redacted first, then the usual
+ * message fields picked out of JSON, whitespace collapsed, and only then cut,
+ * so that no part of a secret survives the cut.
+ */
+export function describeBody(text: string | null, redactor: Redactor): string | undefined {
+  if (text === null || text.trim() === '') return undefined;
+  const clean = redactor.redact(text);
+  let summary = clean;
+  try {
+    summary = messageFields(JSON.parse(clean) as unknown, 0) ?? clean;
+  } catch {
+    // not JSON: the text itself
+  }
+  // JSON.parse undoes escapes (\" \u0041 ...): what it produced is redacted again.
+  summary = redactor.redact(summary).replace(/\s+/g, ' ').trim();
+  if (summary === '') return undefined;
+  return summary.length > MAX_SERVICE_TEXT ? `${summary.slice(0, MAX_SERVICE_TEXT)}…` : summary;
+}
+
+const MESSAGE_KEYS = ['error', 'error_description', 'message', 'detail', 'title', 'description'];
+
+/** The usual message fields of a JSON error body, a few levels deep at most. */
+function messageFields(body: unknown, depth: number): string | undefined {
+  if (typeof body === 'string') return body;
+  if (body === null || typeof body !== 'object' || Array.isArray(body) || depth > 2) return undefined;
+  const o = body as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const key of MESSAGE_KEYS) {
+    const v = o[key];
+    if (typeof v === 'string' && v.trim() !== '') parts.push(v.trim());
+    else if (v && typeof v === 'object') {
+      const nested = messageFields(v, depth + 1);
+      if (nested) parts.push(nested);
+    }
+  }
+  return parts.length > 0 ? parts.join(': ') : undefined;
+}
+
+/** scheme://host:port of a URL, for messages: never a path, query or credentials. */
+export function safeHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return 'the configured URL';
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The token endpoint (spec §4.3, RFC 6749 §4.4): builds the client-credentials
+ * request for the configured client authentication, checks the answer, and
+ * retries what is worth retrying. Every error names authentication (code AUTH).
+ */
+import { ChargingError, closedError } from '../errors';
+import { backoffDelay, parseRetryAfter } from './backoff';
+import { describeBody, safeHost, transportReason } from './classify';
+import type { Waits } from './deadlines';
+import type { Redactor } from './redactor';
+import type { TokenResponse } from './token-cache';
+import { Destination, RawResponse, TransportError } from './transport';
+
+/**
+ * How the client authenticates at the token endpoint.
+ * - basic: HTTP Basic of the raw `clientId:clientSecret` (the spec's rule, §4.3)
+ * - basic-form-encoded: RFC 6749 §2.3.1, each part form-urlencoded first
+ * - client_secret_post: RFC 6749 §2.3.1, client_id and client_secret as form fields
+ */
+export type AuthMethod = 'basic' | 'basic-form-encoded' | 'client_secret_post';
+export const AUTH_METHODS: readonly AuthMethod[] = ['basic', 'basic-form-encoded', 'client_secret_post'];
+
+export function isAuthMethod(v: unknown): v is AuthMethod {
+  return typeof v === 'string' && (AUTH_METHODS as readonly string[]).includes(v);
+}
+
+export interface TokenEndpointOptions {
+  url: string;
+  clientId: string;
+  clientSecret: string;
+  /** space-separated; left out of the request when empty */
+  scope?: string;
+  authMethod: AuthMethod;
+  /** per request, ms, headers and body included */
+  timeoutMs: number;
+  /** attempts in all for one token flight, the first included */
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** one flight, retries and pauses included, gives up after this long */
+  maxTotalMs: number;
+}
+
+/** The token address: {authUrl}/v1/token, or authUrl itself if it already ends so. */
+export function tokenEndpoint(authUrl: string): string {
+  const trimmed = authUrl.trim().replace(/\/+$/, '');
+  return trimmed.endsWith('/v1/token') ? trimmed : `${trimmed}/v1/token`;
+}
+
+/** The value after "Basic " for a client authentication method (not used by client_secret_post). */
+export function basicCredentials(clientId: string, clientSecret: string, method: AuthMethod = 'basic'): string {
+  const encode = (s: string) => (method === 'basic-form-encoded' ? new URLSearchParams({ s }).toString().slice(2) : s);
+  return Buffer.from(`${encode(clientId)}:${encode(clientSecret)}`, 'utf8').toString('base64');
+}
+
+/** True when a token-endpoint error says the client credentials (or their form) were refused. */
+export function isInvalidClient(err: unknown): boolean {
+  if (!(err instanceof ChargingError) || err.code !== 'AUTH') return false;
+  return err.statusCode === 401 || (err.statusCode === 400 && /invalid_client/.test(err.serviceMessage ?? ''));
+}
+
+export class TokenEndpoint {
+  private readonly where: string;
+  private readonly form: string;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    private readonly destination: Destination,
+    private readonly waits: Waits,
+    private readonly redactor: Redactor,
+    private readonly options: TokenEndpointOptions,
+    /** told every token issued, so that it is redacted wherever it shows up */
+    private readonly onIssued: (accessToken: string) => void,
+    private readonly isClosed: () => boolean,
+  ) {
+    this.where = safeHost(options.url);
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    const scope = (options.scope ?? '').trim().split(/\s+/).filter(Boolean).join(' ');
+    if (scope) form.set('scope', scope);
+    this.headers = { Accept: 'application/json', 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' };
+    if (options.authMethod === 'client_secret_post') {
+      form.set('client_id', options.clientId);
+      form.set('client_secret', options.clientSecret);
+    } else {
+      this.headers.Authorization = `Basic ${basicCredentials(options.clientId, options.clientSecret, options.authMethod)}`;
+    }
+    this.form = form.toString();
+  }
+
+  /**
+   * Asking for a token again is harmless (unlike a START), so a transient failure
+   * (5xx, 429, network, timeout) is retried briefly inside the one shared flight,
+   * after Retry-After when the server sent one; refused credentials (400/401/403)
+   * are not. The TokenCache backs off after that.
+   */
+  async requestWithRetry(): Promise<TokenResponse> {
+    const started = this.waits.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.request();
+      } catch (err) {
+        if (!(err instanceof ChargingError) || !err.retryable || attempt >= this.options.attempts || this.isClosed()) throw err;
+        const delay = Math.max(backoffDelay(attempt, this.options.baseDelayMs, this.options.maxDelayMs), err.retryAfterMs ?? 0);
+        if (this.waits.now() - started + delay > this.options.maxTotalMs) throw err;
+        await this.waits.sleep(delay, () => closedError('configuration'));
+      }
+    }
+  }
+
+  /** One token request (spec §4.3). */
+  async request(): Promise<TokenResponse> {
+    if (this.isClosed()) throw closedError('configuration');
+    const ex = this.waits.exchange(this.options.timeoutMs);
+    let res: RawResponse;
+    try {
+      res = await this.destination.send({ method: 'POST', url: this.options.url, data: this.form, headers: this.headers }, ex);
+    } catch (err) {
+      if (!(err instanceof TransportError)) throw err;
+      if (err.failure === 'closed') throw closedError('configuration');
+      throw this.fail(`could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, { cause: err.code, retryable: err.failure !== 'tls' && err.failure !== 'invalid' });
+    } finally {
+      this.waits.finished(ex);
+    }
+    return this.read(res);
+  }
+
+  private read(res: RawResponse): TokenResponse {
+    const status = res.status;
+    if (res.text === null) {
+      const why = res.bodyProblem === 'deadline' ? `its body did not arrive in full within ${this.options.timeoutMs} ms` : res.bodyProblem === 'too-large' ? 'its body was larger than allowed' : 'its body was cut short';
+      throw this.fail(`the token endpoint ${this.where} answered ${status}, but ${why}`, { statusCode: status, retryable: res.bodyProblem !== 'too-large' });
+    }
+    const text = describeBody(res.text, this.redactor);
+    const said = text ? ` (${text})` : '';
+    if (status === 400 || status === 401 || status === 403) {
+      const hint =
+        this.options.authMethod === 'basic' && /invalid_client/.test(text ?? '')
+          ? ' Check the client ID and secret; if they are right and the secret contains characters such as + % & =, the server may expect another client authentication (Authentication: "Basic, form-encoded" or "client_secret_post").'
+          : ' Check the client ID, client secret and scopes.';
+      throw this.fail(`the token endpoint ${this.where} answered ${status}${said}.${hint}`, { statusCode: status, serviceMessage: text });
+    }
+    if (status < 200 || status >= 300) {
+      throw this.fail(`the token endpoint ${this.where} answered ${status}${said}`, {
+        statusCode: status,
+        serviceMessage: text,
+        retryable: status >= 500 || status === 429,
+        retryAfterMs: parseRetryAfter(res.headers['retry-after']),
+      });
+    }
+    let body: unknown;
+    try {
+      body = JSON.parse(res.text);
+    } catch {
+      throw this.fail(`the token endpoint ${this.where} answered ${status} with a body that is not JSON`, { statusCode: status });
+    }
+    const o = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    const accessToken = o.access_token;
+    if (typeof accessToken !== 'string' || accessToken === '') {
+      throw this.fail(`the token endpoint ${this.where} answered without an access_token`, { statusCode: status });
+    }
+    this.onIssued(accessToken);
+    if (typeof o.token_type === 'string' && o.token_type.toLowerCase() !== 'bearer') {
+      throw this.fail(`the token endpoint ${this.where} issued a "${this.redactor.redact(o.token_type).slice(0, 40)}" token; only Bearer is supported`, { statusCode: status });
+    }
+    const exp = typeof o.expires_in === 'string' ? Number(o.expires_in) : o.expires_in;
+    return { accessToken, expiresIn: typeof exp === 'number' && Number.isFinite(exp) ? exp : undefined };
+  }
+
+  private fail(what: string, details: ConstructorParameters<typeof ChargingError>[2]): ChargingError {
+    return new ChargingError('AUTH', `Authentication failed: ${what}`, details);
+  }
+}

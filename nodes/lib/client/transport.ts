@@ -1,0 +1,213 @@
+/**
+ * The HTTP layer: axios with keep-alive agents, TLS options, proxies, and a
+ * body limit, used exactly one way. An exchange ends in a RawResponse (headers
+ * arrived, even if the body then failed) or a TransportError (no answer). Raw
+ * axios errors never leave this file: they carry the request config, and with
+ * it the Authorization header.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import axios, { AxiosInstance } from 'axios';
+import { getProxyForUrl } from 'proxy-from-env';
+import type { Exchange } from './deadlines';
+
+export interface TransportOptions {
+  /** sockets per destination */
+  maxSockets: number;
+  /** TLS options (ca, cert, key, rejectUnauthorized) for every destination */
+  tls?: https.AgentOptions;
+  /** a proxy URL, false for none, undefined to follow HTTPS_PROXY / HTTP_PROXY / NO_PROXY */
+  proxy?: string | false;
+  /** largest response body accepted, bytes (after decompression) */
+  maxBodyBytes: number;
+}
+
+export interface RawRequest {
+  method: 'GET' | 'POST';
+  url: string;
+  data?: string;
+  headers: Record<string, string>;
+}
+
+/** What went wrong with a body after the headers arrived. */
+export type BodyProblem = 'cut' | 'too-large' | 'deadline' | 'closed';
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, unknown>;
+  /** the body as text; null when it could not be read in full (see bodyProblem) */
+  text: string | null;
+  bodyProblem: BodyProblem | null;
+  /** the Content-Length the server announced, for messages about a cut body */
+  announcedBytes?: number;
+}
+
+export type TransportFailure =
+  | 'not-sent' // refused, DNS, unreachable: the request surely did not reach the server
+  | 'tls' // the TLS handshake failed: nothing was sent
+  | 'invalid' // the request could not be built (e.g. a URL that cannot be encoded): nothing was sent
+  | 'deadline' // no answer within the time allowed
+  | 'closed' // abandoned on close
+  | 'failed'; // reset or broken mid-way: it may have reached the server
+
+export class TransportError extends Error {
+  constructor(
+    readonly failure: TransportFailure,
+    /** the low-level code (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT, ...), never a message with request data */
+    readonly code: string,
+  ) {
+    super(`${failure} (${code})`);
+  }
+}
+
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+export function isTlsCode(code: string): boolean {
+  return /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(code);
+}
+
+interface AxiosLikeError {
+  code?: string;
+  message?: string;
+  request?: { res?: http.IncomingMessage };
+  response?: { status: number; headers: Record<string, unknown> };
+}
+
+export class Transport {
+  private readonly agents: Array<http.Agent> = [];
+  private readonly byDestination = new Map<string, Destination>();
+
+  /**
+   * @param destinations every URL this transport will be asked for (the token
+   * endpoint, the sessions endpoint): each gets its agents, direct or through
+   * the proxy that applies to it, decided once.
+   * @param onProxyPassword told a proxy password, so that it can be redacted
+   */
+  constructor(
+    private readonly options: TransportOptions,
+    destinations: string[],
+    onProxyPassword: (password: string) => void,
+  ) {
+    const keepAlive = { keepAlive: true, maxSockets: options.maxSockets, scheduling: 'lifo' as const };
+    let direct: { httpAgent: http.Agent; httpsAgent: https.Agent } | null = null;
+    for (const url of destinations) {
+      const proxy = options.proxy === false ? '' : (options.proxy ?? getProxyForUrl(url));
+      let agents: { httpAgent: http.Agent; httpsAgent: https.Agent };
+      if (!proxy) {
+        direct ??= {
+          httpAgent: this.own(new http.Agent(keepAlive)),
+          httpsAgent: this.own(new https.Agent({ ...keepAlive, ...(options.tls ?? {}) })),
+        };
+        agents = direct;
+      } else {
+        const password = proxyPassword(proxy);
+        if (password) onProxyPassword(password);
+        // Loaded only when a proxy applies: ~2 MiB and ~35 ms of start-up otherwise spent for nothing.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports
+        const { proxyAgents } = require('./proxy-agents') as typeof import('./proxy-agents');
+        const p = proxyAgents(proxy, keepAlive, options.tls ?? {});
+        agents = { httpAgent: this.own(p.httpAgent), httpsAgent: this.own(p.httpsAgent) };
+      }
+      this.byDestination.set(url, new Destination(this.instance(agents)));
+    }
+  }
+
+  /** The way to one of the destinations given to the constructor. */
+  to(url: string): Destination {
+    const d = this.byDestination.get(url);
+    if (!d) throw new Error(`no transport for ${url}`);
+    return d;
+  }
+
+  destroy(): void {
+    for (const a of this.agents) a.destroy();
+  }
+
+  private instance(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }): AxiosInstance {
+    return axios.create({
+      ...agents,
+      // Proxies come in as agents (above), decided once per destination.
+      proxy: false,
+      // No axios timeout: it only bounds idle time (a server dripping its body one
+      // byte a second never trips it) and costs a timer per request. The client's
+      // DeadlineTimer bounds the whole exchange instead.
+      timeout: 0,
+      // Plain http/https rather than follow-redirects: the service has no reason to
+      // redirect, and a redirect must not carry the bearer token elsewhere.
+      maxRedirects: 0,
+      maxContentLength: this.options.maxBodyBytes,
+      maxBodyLength: 64 * 1024,
+      // Every status and every body is read by the client, so that a non-JSON or
+      // cut-short body becomes a clear error instead of a string where an object was expected.
+      validateStatus: () => true,
+      responseType: 'text',
+      transformResponse: [(data: unknown) => data],
+    });
+  }
+
+  private own<T extends http.Agent>(agent: T): T {
+    this.agents.push(agent);
+    return agent;
+  }
+}
+
+/** The axios instance for one destination, with its agents. */
+export class Destination {
+  constructor(private readonly http: AxiosInstance) {}
+
+  /**
+   * One exchange. Resolves once the body is read (or failed after the headers:
+   * see bodyProblem); rejects only with a TransportError.
+   */
+  async send(req: RawRequest, exchange: Exchange): Promise<RawResponse> {
+    try {
+      const res = await this.http.request<string>({ method: req.method, url: req.url, data: req.data, headers: req.headers, signal: exchange });
+      return { status: res.status, headers: res.headers as Record<string, unknown>, text: res.data, bodyProblem: null };
+    } catch (err) {
+      return failed(err, exchange);
+    }
+  }
+}
+
+function failed(err: unknown, exchange: Exchange): RawResponse {
+  const e = (err ?? {}) as AxiosLikeError;
+  const res = e.response ?? toResponse(e.request?.res);
+  if (!isAxiosError(err)) {
+    // Thrown while building the request (e.g. "URI malformed"): nothing was sent.
+    throw new TransportError('invalid', (err as { name?: string })?.name === 'URIError' ? 'ERR_INVALID_URL' : 'ERR_INVALID_REQUEST');
+  }
+  const code = e.code ?? 'UNKNOWN';
+  if (res) {
+    // The headers arrived; the body did not, in full.
+    const problem: BodyProblem = exchange.aborted
+      ? exchange.ended === 'deadline'
+        ? 'deadline'
+        : 'closed'
+      : /maxContentLength/.test(String(e.message))
+        ? 'too-large'
+        : 'cut';
+    const announced = Number(res.headers['content-length']);
+    return { status: res.status, headers: res.headers, text: null, bodyProblem: problem, announcedBytes: Number.isFinite(announced) ? announced : undefined };
+  }
+  if (exchange.aborted) throw new TransportError(exchange.ended === 'deadline' ? 'deadline' : 'closed', code);
+  if (NOT_SENT_CODES.has(code)) throw new TransportError('not-sent', code);
+  if (isTlsCode(code)) throw new TransportError('tls', code);
+  throw new TransportError('failed', code);
+}
+
+function isAxiosError(err: unknown): boolean {
+  return axios.isAxiosError(err) || axios.isCancel(err);
+}
+
+function toResponse(res: http.IncomingMessage | undefined): { status: number; headers: Record<string, unknown> } | undefined {
+  return res && typeof res.statusCode === 'number' ? { status: res.statusCode, headers: res.headers as Record<string, unknown> } : undefined;
+}
+
+function proxyPassword(proxy: string): string | undefined {
+  try {
+    const u = new URL(proxy);
+    return u.password ? decodeURIComponent(u.password) : undefined;
+  } catch {
+    return undefined; // an unreadable proxy URL fails at the first request with a network error
+  }
+}

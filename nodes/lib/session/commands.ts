@@ -1,0 +1,30 @@
+/** The command object of spec §2.1, as sent in the body of POST /poi/v1/charging-sessions. */
+export interface ChargingCommand {
+  action: 'START' | 'STOP';
+  locationId: string;
+  /** always a string in a command, although the record carries a number (spec §2.1, §2.2) */
+  evseId: string;
+  token: string;
+  /** STOP only; never sent with START */
+  transactionId?: string;
+}
+
+export interface StartFields {
+  locationId: string;
+  evseId: string;
+  token: string;
+}
+
+export interface StopFields extends StartFields {
+  transactionId: string;
+}
+
+/** Spec §4.1: START sends locationId, evseId and token, and never transactionId. Key order as the spec lists the fields. */
+export function startCommand(f: StartFields): ChargingCommand {
+  return { action: 'START', locationId: f.locationId, evseId: String(f.evseId), token: f.token };
+}
+
+/** Spec §4.1: STOP sends the same fields as START plus the transactionId from the progress query. */
+export function stopCommand(f: StopFields): ChargingCommand {
+  return { action: 'STOP', locationId: f.locationId, evseId: String(f.evseId), token: f.token, transactionId: f.transactionId };
+}

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { deriveSession, parseZonelessTimestamp, hasTransaction, cdrIdOf, ProgressRecord } from '../../../nodes/lib/session/record';
+import { record } from './record-fixture';
+
+describe('session record: values derived from a progress record (no Node-RED)', () => {
+  it('computes kWh from Wh meter values and the duration from the zone-less timestamp as UTC', () => {
+    const s = deriveSession(record);
+    assert.equal(s.energyKWh, 12.345);
+    assert.equal(s.durationSec, 1800);
+    assert.equal(s.transactionId, 'TX-1');
+    assert.equal(s.cdrId, record.transactionData?.cdrId);
+    assert.equal(s.pending, false);
+    assert.equal(s.evseId, '3');
+    assert.deepEqual(s.warnings, []);
+  });
+
+  it('honours a kWh meter unit', () => {
+    const s = deriveSession({ ...record, transactionData: { ...record.transactionData, meterStart: 100, meterEnd: 112 } }, { meterUnit: 'kWh' });
+    assert.equal(s.energyKWh, 12);
+  });
+
+  it('gives no energy and a warning when meterEnd is below meterStart', () => {
+    const s = deriveSession({ ...record, transactionData: { ...record.transactionData, meterStart: 500, meterEnd: 100 } });
+    assert.equal(s.energyKWh, null);
+    assert.match(s.warnings[0], /below meterStart/);
+  });
+
+  it('gives no energy and a warning for a lifetime-sized value (likely a unit mistake)', () => {
+    const s = deriveSession({ ...record, transactionData: { ...record.transactionData, meterStart: 0, meterEnd: 5_000_000 } }, { meterUnit: 'kWh' });
+    assert.equal(s.energyKWh, null);
+    assert.match(s.warnings[0], /check the meter unit/);
+  });
+
+  it('gives no duration when the timestamp is before createdAt', () => {
+    const s = deriveSession({ ...record, timestamp: '2026-11-22T11:00:00' });
+    assert.equal(s.durationSec, null);
+    assert.match(s.warnings[0], /before createdAt/);
+  });
+
+  it('marks a record without transactionData as pending', () => {
+    const { transactionData: _omit, ...pending } = record;
+    const s = deriveSession(pending);
+    assert.equal(s.pending, true);
+    assert.equal(s.transactionId, null);
+    assert.equal(s.energyKWh, null);
+  });
+
+  it('reads the zone-less timestamp as local time when configured', () => {
+    const utc = parseZonelessTimestamp('2026-06-01T10:00:00', 'UTC');
+    const local = parseZonelessTimestamp('2026-06-01T10:00:00', 'local');
+    assert.equal(utc, Date.UTC(2026, 5, 1, 10));
+    assert.equal(local, new Date(2026, 5, 1, 10).getTime());
+  });
+  it('has a transaction only with a non-empty transactionId, read from own properties', () => {
+    assert.equal(hasTransaction(record), true);
+    assert.equal(hasTransaction(null), false);
+    assert.equal(hasTransaction({ ...record, transactionData: { transactionId: '' } }), false);
+    assert.equal(hasTransaction(JSON.parse('{"transactionData":{"__proto__":{"transactionId":"X"}}}') as ProgressRecord), false);
+    assert.equal(cdrIdOf(record), record.transactionData?.cdrId);
+    assert.equal(cdrIdOf({ transactionData: { cdrId: 42 } }), null);
+  });
+});

@@ -1,0 +1,208 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import sinon from 'sinon';
+import { SessionWatcher, WatchEvent } from '../../../nodes/lib/session/watcher';
+import { ChargingError } from '../../../nodes/lib/errors';
+import type { ProgressRecord } from '../../../nodes/lib/session/record';
+
+function record(meterEnd: number | null, at: string, tx = 'TX-1'): ProgressRecord {
+  const r: ProgressRecord = { eventType: 'Updated', timestamp: at, createdAt: '2026-11-22T10:00:00Z', evseId: 1, tokenId: 'T', locationId: 'L' };
+  if (meterEnd !== null) r.transactionData = { transactionId: tx, cdrId: 'c-1', meterStart: 1000, meterEnd };
+  return r;
+}
+
+describe('SessionWatcher (no Node-RED, no HTTP)', () => {
+  let clock: sinon.SinonFakeTimers;
+  beforeEach(() => {
+    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => clock.restore());
+
+  /** A watcher of one token whose polls answer the given records in turn (then null), one per second. */
+  async function eventsFor(answers: Array<ProgressRecord | null>, emitEveryPoll = false): Promise<WatchEvent[]> {
+    const events: WatchEvent[] = [];
+    const queue = [...answers];
+    const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, emitEveryPoll }, (e) => events.push(e), () => undefined);
+    w.watch(['T']);
+    await clock.tickAsync(answers.length * 1_000 + 10);
+    w.close();
+    return events;
+  }
+
+  describe('events', () => {
+    it('pending -> started -> updated -> (nothing) -> ended, and no repeat of ended', async () => {
+      const events = await eventsFor([record(null, '2026-11-22T10:00:01'), record(1000, '2026-11-22T10:00:02'), record(1500, '2026-11-22T10:01:02'), record(1500, '2026-11-22T10:01:12'), null, null]);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['pending', 'started', 'updated', 'ended'],
+      );
+      assert.equal(events[3].record, null);
+      assert.equal(events[3].session?.meterEnd, 1500, 'ended carries the last values seen');
+    });
+
+    it('reports every poll when asked', async () => {
+      const events = await eventsFor([null, record(1000, '2026-11-22T10:00:02'), record(1000, '2026-11-22T10:00:12')], true);
+      assert.deepEqual(
+        events.slice(0, 3).map((e) => e.event),
+        ['poll', 'started', 'poll'],
+      );
+    });
+
+    it('a new transaction for the same token between polls is ended + started', async () => {
+      const events = await eventsFor([record(1000, '2026-11-22T10:00:02', 'TX-1'), record(1000, '2026-11-22T11:00:02', 'TX-2')]);
+      assert.deepEqual(
+        events.map((e) => `${e.event}:${e.session?.transactionId}`),
+        ['started:TX-1', 'ended:TX-1', 'started:TX-2', 'ended:TX-2'],
+      );
+    });
+
+    it('estimates power from successive readings by the record clock, and keeps the last estimate on a repeat', async () => {
+      const events = await eventsFor([record(1000, '2026-11-22T10:00:00'), record(1000 + 11_000 / 60, '2026-11-22T10:01:00'), record(1000 + 11_000 / 60, '2026-11-22T10:01:00')], true);
+      const [, up, repeat] = events;
+      assert.equal(up.session?.powerKW, 11); // 11 kW for one minute, in Wh
+      assert.equal(up.session?.energyKWh, 0.183);
+      assert.equal(repeat.session?.powerKW, 11);
+    });
+
+    it('gives no power for a meter that went backwards', async () => {
+      const events = await eventsFor([record(5000, '2026-11-22T10:00:00'), record(4000, '2026-11-22T10:01:00')]);
+      assert.equal(events[1].session?.powerKW, null);
+    });
+
+    it('a listener that throws is reported as an error for that token, not thrown into the timer', async () => {
+      const errors: ChargingError[] = [];
+      const w = new SessionWatcher(
+        async () => record(1000, '2026-11-22T10:00:00'),
+        { intervalMs: 1_000 },
+        () => {
+          throw new RangeError('Maximum call stack size exceeded');
+        },
+        (_t, e) => errors.push(e),
+      );
+      w.watch(['T']);
+      await clock.tickAsync(1_500);
+      w.close();
+      assert.equal(errors.length, 1);
+      assert.equal(errors[0].code, 'INTERNAL');
+      assert.match(errors[0].message, /Could not pass on the "started" event for T: Maximum call stack/);
+    });
+  });
+
+  describe('scheduling', () => {
+    it('spreads 100 tokens evenly over the interval with one timer, each polled once per interval', async () => {
+      const polls: Array<{ token: string; at: number }> = [];
+      const w = new SessionWatcher(
+        async (token) => {
+          polls.push({ token, at: Date.now() });
+          return null;
+        },
+        { intervalMs: 10_000 },
+        () => undefined,
+        () => undefined,
+      );
+      w.watch(Array.from({ length: 100 }, (_, i) => `T${i}`));
+      await clock.tickAsync(30_000);
+      const perToken = new Map<string, number>();
+      for (const p of polls) perToken.set(p.token, (perToken.get(p.token) ?? 0) + 1);
+      assert.equal(perToken.size, 100);
+      for (const n of perToken.values()) assert.ok(n >= 2 && n <= 4, `polled ${n} times in 3 intervals`);
+      // Even: no second of the run sees more than a fifth of the polls.
+      const perSecond = new Map<number, number>();
+      for (const p of polls) perSecond.set(Math.floor(p.at / 1000), (perSecond.get(Math.floor(p.at / 1000)) ?? 0) + 1);
+      assert.ok(Math.max(...perSecond.values()) <= 20, `burst of ${Math.max(...perSecond.values())} in one second`);
+      assert.equal(clock.countTimers(), 1, 'one timer for all tokens');
+      w.close();
+    });
+
+    it('does not poll a token again while its previous poll is still running', async () => {
+      let running = 0;
+      let peak = 0;
+      const w = new SessionWatcher(
+        async () => {
+          running++;
+          peak = Math.max(peak, running);
+          await sleep(5_000);
+          running--;
+          return null;
+        },
+        { intervalMs: 1_000 },
+        () => undefined,
+        () => undefined,
+      );
+      w.watch(['T']);
+      await clock.tickAsync(10_000);
+      assert.equal(peak, 1);
+      w.close();
+    });
+
+    it('reports a failing poll once per streak, and again after a recovery', async () => {
+      let fail = true;
+      const errors: string[] = [];
+      const w = new SessionWatcher(
+        async () => {
+          if (fail) throw new ChargingError('HTTP', 'service answered 503');
+          return null;
+        },
+        { intervalMs: 1_000 },
+        () => undefined,
+        (_t, e) => errors.push(e.message),
+      );
+      w.watch(['T']);
+      await clock.tickAsync(5_000);
+      assert.equal(errors.length, 1);
+      fail = false;
+      await clock.tickAsync(2_000);
+      fail = true;
+      await clock.tickAsync(2_000);
+      assert.equal(errors.length, 2);
+      w.close();
+    });
+
+    it('stops polling on unwatch and on close, leaving no timer', async () => {
+      const polls: string[] = [];
+      const w = new SessionWatcher(
+        async (t) => {
+          polls.push(t);
+          return null;
+        },
+        { intervalMs: 1_000 },
+        () => undefined,
+        () => undefined,
+      );
+      w.watch(['A', 'B']);
+      await clock.tickAsync(2_000);
+      assert.equal(w.unwatch(['A']), 1);
+      const afterUnwatch = polls.length;
+      await clock.tickAsync(3_000);
+      assert.ok(polls.slice(afterUnwatch).every((t) => t === 'B'));
+      assert.ok(polls.length - afterUnwatch >= 2, 'B is still polled');
+      assert.deepEqual(w.tokens(), ['B']);
+      w.close();
+      const n = polls.length;
+      await clock.tickAsync(10_000);
+      assert.equal(polls.length, n);
+      assert.equal(clock.countTimers(), 0);
+    });
+
+    it('adding and removing N tokens is linear: 200 000 at once, then half of them, each pass in well under the time of a quadratic one', () => {
+      // Counted, not timed: the work per token is constant, so a quadratic pass shows in the calls to Array methods.
+      const w = new SessionWatcher(async () => null, { intervalMs: 10_000 }, () => undefined, () => undefined);
+      const tokens = Array.from({ length: 200_000 }, (_, i) => `T${i}`);
+      const splice = sinon.spy(Array.prototype, 'splice');
+      const indexOf = sinon.spy(Array.prototype, 'indexOf');
+      try {
+        assert.equal(w.watch(tokens), 200_000);
+        assert.equal(w.watch(tokens.slice(0, 10)), 0, 'already watched');
+        assert.equal(w.unwatch(tokens.filter((_, i) => i % 2 === 0)), 100_000);
+        assert.equal(splice.callCount + indexOf.callCount, 0, 'no per-token splice or search');
+      } finally {
+        splice.restore();
+        indexOf.restore();
+      }
+      assert.equal(w.size, 100_000);
+      assert.equal(w.tokens().length, 100_000);
+      assert.equal(w.tokens()[0], 'T1');
+      w.close();
+    });
+  });
+});
