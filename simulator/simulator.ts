@@ -68,6 +68,8 @@ export interface SimulatorOptions {
   tokenLifetimeSec?: number;
   /** leave expires_in out of the token response */
   omitExpiresIn?: boolean;
+  /** what expires_in says, when it should differ from the real lifetime (a server that understates it) */
+  advertisedLifetimeSec?: number;
   /** after START: the record has no transactionData for this long */
   startDelayMs?: number;
   /** after STOP: the session stays visible (meter frozen) for this long, then is gone */
@@ -152,6 +154,7 @@ export class ChargingServiceSimulator {
       authMethod: opts.authMethod ?? 'basic',
       tokenLifetimeSec: opts.tokenLifetimeSec ?? 1800,
       omitExpiresIn: opts.omitExpiresIn ?? false,
+      advertisedLifetimeSec: opts.advertisedLifetimeSec ?? opts.tokenLifetimeSec ?? 1800,
       startDelayMs: opts.startDelayMs ?? 1000,
       stopDelayMs: opts.stopDelayMs ?? 1000,
       powerW: opts.powerW ?? 11_000,
@@ -373,6 +376,7 @@ export class ChargingServiceSimulator {
         return;
       case 'drip': {
         res.writeHead(answer.status, { ...type, 'Content-Length': String(Buffer.byteLength(body)) });
+        res.flushHeaders(); // the headers at once, then the body, slowly
         const bytes = Buffer.from(body);
         let i = 0;
         const timer = setInterval(() => {
@@ -469,7 +473,7 @@ export class ChargingServiceSimulator {
     // Forget long-expired tokens so a months-long demo does not grow.
     if (this.tokens.size > 1000) for (const [k, t] of this.tokens) if (t.expiresAt < this.now()) this.tokens.delete(k);
     const body: Record<string, unknown> = { access_token: value, token_type: 'Bearer', scope: scopes.join(' ') };
-    if (!this.options.omitExpiresIn) body.expires_in = lifetime;
+    if (!this.options.omitExpiresIn) body.expires_in = this.options.advertisedLifetimeSec;
     json(res, 200, body, { 'Cache-Control': 'no-store' });
   }
 
