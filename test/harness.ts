@@ -67,6 +67,12 @@ export function flowFor(sim: ChargingServiceSimulator, nodes: FlowNode[], servic
 export async function load(sim: ChargingServiceSimulator, nodes: FlowNode[], service: Record<string, unknown> = {}, credentials?: Record<string, unknown>): Promise<void> {
   const f = flowFor(sim, nodes, service);
   await helper.load(NODES, f.flow, credentials ?? f.credentials);
+  attachSinks(f.flow);
+}
+
+/** A Sink on every helper node of a loaded flow, before anything is sent, so that no message passes uncaught. */
+export function attachSinks(flow: Array<{ id: string; type: string }>): void {
+  for (const n of flow) if (n.type === 'helper') Sink.of(n.id);
 }
 
 export interface Received {

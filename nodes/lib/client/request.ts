@@ -79,6 +79,11 @@ export class RequestRunner {
       // The common case takes no promise hop: a cached token and a free slot are taken synchronously.
       const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
       const release = this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
+      // Waiting may have spanned a close: a slot granted just before it must not send after it.
+      if (this.ctx.isClosed() || req.signal?.aborted) {
+        release();
+        throw closedError(this.ctx.isClosed() ? 'configuration' : 'node');
+      }
       const allowed = Math.min(timeoutMs, Math.max(1, budgetEnd - waits.now()));
       // A GET is cut when its node closes; a START/STOP on the wire runs to its deadline so that its outcome is known.
       const signal = req.method === 'GET' ? req.signal : undefined;
