@@ -66,7 +66,23 @@ const FAULTS: Array<[string, FaultRule]> = [
   ['token endpoint 503', { target: 'token', kind: 'status', status: 503, times: 1 }],
   ['token endpoint slow', { target: 'token', kind: 'latency', delayMs: 300, times: 1 }],
   ['latency 200 ms', { target: 'service', kind: 'latency', delayMs: 200, times: 5 }],
+  // Hostile servers: slow bodies, deep JSON, echoed credentials, cut or dripping accepted answers.
+  ['GET drip', { target: 'get', kind: 'drip', delayMs: 400, times: 2 }],
+  ['GET deep', { target: 'get', kind: 'deep', depth: 5000, times: 1 }],
+  ['GET echo', { target: 'get', kind: 'echo', times: 2 }],
+  ['GET 400 echo', { target: 'get', kind: 'echo', status: 400, times: 1 }],
+  ['POST cut 202', { target: 'post', kind: 'cut', times: 1 }],
+  ['POST drip 202', { target: 'post', kind: 'drip', delayMs: 400, times: 1 }],
+  ['POST echo', { target: 'post', kind: 'echo', times: 1 }],
+  ['token drip', { target: 'token', kind: 'drip', delayMs: 400, times: 1 }],
+  ['token echo 401', { target: 'token', kind: 'echo', status: 401, times: 1 }],
+  ['token 429 Retry-After 1', { target: 'token', kind: 'status', status: 429, headers: { 'Retry-After': '1' }, times: 1 }],
 ];
+
+/** The message budget of the nodes (DEFAULT_RETRY.maxTotalMs): every command must be answered within it. */
+const DEADLINE_MS = 30_000;
+/** A bearer or Basic value that was not redacted, or the client secret. */
+const LEAK = /Bearer (?!\*\*\*)[A-Za-z0-9_-]{10,}|Basic (?!\*\*\*)[A-Za-z0-9+/=]{10,}/;
 
 const CLEAR_CODES = new Set(['MISSING_FIELD', 'INVALID_INPUT', 'CONFIG', 'AUTH', 'HTTP', 'RATE_LIMITED', 'NETWORK', 'TIMEOUT', 'OUTCOME_UNKNOWN', 'BAD_RESPONSE']);
 
@@ -75,6 +91,15 @@ interface Outcome {
   msg: Record<string, unknown>;
   code?: string;
   message?: string;
+}
+
+/** The msg as the debug sidebar would show it: everything but our own bookkeeping. */
+function shown(msg: Record<string, unknown>): string {
+  try {
+    return JSON.stringify(msg);
+  } catch {
+    return '';
+  }
 }
 
 async function main(): Promise<void> {
@@ -91,7 +116,7 @@ async function main(): Promise<void> {
     crashReasons.push(String((e as Error)?.stack ?? e));
   });
 
-  const sim = await new ChargingServiceSimulator({ startDelayMs: 30, stopDelayMs: 30, tokenLifetimeSec: 5, keepRequests: 0 }).start();
+  const sim = await new ChargingServiceSimulator({ startDelayMs: 30, stopDelayMs: 30, tokenLifetimeSec: 12, keepRequests: 0 }).start();
   helper.init(require.resolve('node-red'));
   await new Promise<void>((r) => helper.startServer(() => r()));
   /* eslint-disable @typescript-eslint/no-require-imports */
@@ -142,6 +167,9 @@ async function main(): Promise<void> {
     sessionsCompleted: 0,
     faultsInjected: 0,
     errorsByCode: {} as Record<string, number>,
+    slowestAnswerMs: 0,
+    lateAnswers: 0,
+    leaks: 0,
   };
   const unclear: string[] = [];
   let seq = 0;
@@ -153,15 +181,24 @@ async function main(): Promise<void> {
     const label = node === 'start' ? 'START' : node === 'stop' ? 'STOP' : 'progress';
     stats.commands[label]++;
     const id = `c${++seq}`;
+    const sentAt = performance.now();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         if (waiting.delete(id)) {
           stats.lost++;
           resolve(null);
         }
-      }, 30_000);
+      }, DEADLINE_MS + 5_000);
       waiting.set(id, (o) => {
         clearTimeout(timer);
+        const took = performance.now() - sentAt;
+        stats.slowestAnswerMs = Math.max(stats.slowestAnswerMs, Math.round(took));
+        if (took > DEADLINE_MS) stats.lateAnswers++;
+        const text = shown(o.msg);
+        if (text.includes(sim.options.clientSecret) || LEAK.test(text)) {
+          stats.leaks++;
+          if (unclear.length < 10) unclear.push(`LEAK in ${label}: ${text.slice(0, 300)}`);
+        }
         if (o.ok) stats.succeeded++;
         else if (o.code && CLEAR_CODES.has(o.code) && o.message && o.message.length > 20) stats.failedClear++;
         else {
@@ -227,6 +264,9 @@ async function main(): Promise<void> {
 
   const faultTimer = setInterval(() => {
     const [, rule] = FAULTS[Math.floor(random() * FAULTS.length)];
+    // Token requests are rare (one per token lifetime): faults for them would queue up until every
+    // token request met one. One at a time keeps the token endpoint flaky rather than dead.
+    if (rule.target === 'token' && sim.pendingFaults().some((f) => f.target === 'token')) return;
     sim.inject({ ...rule });
     stats.faultsInjected++;
   }, 100);
@@ -255,6 +295,10 @@ async function main(): Promise<void> {
     outcomeUnknown: stats.outcomeUnknown,
     errorsByCode: stats.errorsByCode,
     lost: stats.lost + waiting.size,
+    slowestAnswerMs: stats.slowestAnswerMs,
+    deadlineMs: DEADLINE_MS,
+    answersAfterDeadline: stats.lateAnswers,
+    secretsOrTokensInMessages: stats.leaks,
     sessionsCompleted: stats.sessionsCompleted,
     duplicateStartsAtService: sim.counters.duplicateStarts,
     duplicateStopsAtService: sim.counters.duplicateStops,
@@ -281,7 +325,14 @@ async function main(): Promise<void> {
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
     fs.writeFileSync(args.out, md);
   }
-  const ok = report.lost === 0 && report.duplicateStartsAtService === 0 && report.duplicateStopsAtService === 0 && crashes === 0 && report.failedUnclear === 0;
+  const ok =
+    report.lost === 0 &&
+    report.duplicateStartsAtService === 0 &&
+    report.duplicateStopsAtService === 0 &&
+    crashes === 0 &&
+    report.failedUnclear === 0 &&
+    report.answersAfterDeadline === 0 &&
+    report.secretsOrTokensInMessages === 0;
   console.log(ok ? 'SOAK PASSED' : 'SOAK FAILED');
   process.exit(ok ? 0 : 1);
 }

@@ -215,6 +215,11 @@ export class ChargingServiceSimulator {
     this.faults = [];
   }
 
+  /** The faults armed and not yet used up. */
+  pendingFaults(): readonly FaultRule[] {
+    return this.faults;
+  }
+
   /** Revoke every token issued so far: the next service request gets 401. */
   revokeAllTokens(): void {
     for (const t of this.tokens.values()) t.revoked = true;
