@@ -15,7 +15,13 @@ export default tseslint.config(
     },
   },
   {
+    files: ['resources/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: { window: 'readonly', globalThis: 'readonly', URL: 'readonly' } },
+    rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }], 'no-unused-vars': 'off' },
+  },
+  {
     files: ['**/*.js', '**/*.cjs', '.ci/*.js'],
+    ignores: ['resources/**'],
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly', __dirname: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -18,6 +18,8 @@ export interface RetryPolicy {
   getAttempts: number;
   /** attempts in all for START/STOP, counted only over failures that surely were not processed */
   postAttempts: number;
+  /** attempts in all for one token flight (asking for a token again is harmless) */
+  tokenAttempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
   /** a message, queue, token, retries and pauses included, is answered within this long (at least one timeout) */
@@ -27,6 +29,7 @@ export interface RetryPolicy {
 export const DEFAULT_RETRY: RetryPolicy = {
   getAttempts: 4,
   postAttempts: 3,
+  tokenAttempts: 3,
   baseDelayMs: 250,
   maxDelayMs: 5_000,
   maxTotalMs: 30_000,
@@ -71,67 +74,78 @@ export class RequestRunner {
     const maxAttempts = req.method === 'GET' ? policy.getAttempts : policy.postAttempts;
     let attempt = 0;
     let refreshedAfter401 = false;
-
     for (;;) {
-      if (this.ctx.isClosed()) throw closedError('configuration');
-      if (req.signal?.aborted) throw closedError('node');
       attempt++;
-      // The common case takes no promise hop: a cached token and a free slot are taken synchronously.
-      const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
-      const release = this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
-      // Waiting may have spanned a close: a slot granted just before it must not send after it.
-      if (this.ctx.isClosed() || req.signal?.aborted) {
-        release();
-        throw closedError(this.ctx.isClosed() ? 'configuration' : 'node');
-      }
-      const allowed = Math.min(timeoutMs, Math.max(1, budgetEnd - waits.now()));
-      // A GET is cut when its node closes; a START/STOP on the wire runs to its deadline so that its outcome is known.
-      const signal = req.method === 'GET' ? req.signal : undefined;
-      const ex = waits.exchange(allowed, signal);
-      let res: RawResponse | undefined;
-      let failure: ChargingError | undefined;
-      try {
-        res = await this.ctx.destination.send({ method: req.method, url: req.url, data: req.data, headers: this.headers(token, req.method) }, ex);
-      } catch (err) {
-        if (!(err instanceof TransportError)) throw err;
-        if (ex.ended === 'cancelled') throw closedError('node');
-        failure = transportError(err, req, this.ctx.where, allowed);
-      } finally {
-        waits.finished(ex, signal);
-        release();
-      }
-
-      if (res) {
-        if (ex.ended === 'cancelled') throw closedError('node');
-        if (req.accept(res.status)) {
-          if (res.bodyProblem && req.method === 'GET' && res.status !== 404 && res.status !== 204) {
-            failure = bodyProblemError(res, req, this.ctx.where, allowed, this.ctx.maxBodyBytes);
-          } else {
-            return res;
-          }
-        } else {
-          failure = statusError(res, req, describeBody(res.text, this.ctx.redactor), refreshedAfter401);
-          if (res.status === 401) {
-            if (!refreshedAfter401) {
-              // Spec §5.5: tokens expire; a 401 may mean ours was revoked or expired early.
-              // One new token, one retry; the request surely was not processed.
-              refreshedAfter401 = true;
-              this.ctx.tokens.invalidate(token.value);
-              attempt--; // the 401 retry does not count against the retry budget
-              continue;
-            }
-            // A fresh token did not help: another one will not either, for now.
-            this.ctx.tokens.refusedByService(token.value, failure);
-          }
+      const result = await this.attempt(req, budgetEnd, refreshedAfter401);
+      if ('res' in result) return result.res;
+      const { failure, token } = result;
+      if (failure.statusCode === 401 && failure.code === 'AUTH') {
+        if (!refreshedAfter401) {
+          // Spec §5.5: tokens expire; a 401 may mean ours was revoked or expired early.
+          // One new token, one retry; the request surely was not processed.
+          refreshedAfter401 = true;
+          this.ctx.tokens.invalidate(token);
+          attempt--; // the 401 retry does not count against the retry budget
+          continue;
         }
+        // A fresh token did not help: another one will not either, for now.
+        this.ctx.tokens.refusedByService(token, failure);
       }
-      if (!failure) throw new ChargingError('INTERNAL', `${req.what}: no answer and no error (please report this)`);
-      const left = budgetEnd - waits.now();
-      if (!failure.retryable || attempt >= maxAttempts || left <= 0) throw giveUp(failure, attempt);
-      const delay = Math.max(backoffDelay(attempt, policy.baseDelayMs, policy.maxDelayMs), failure.retryAfterMs ?? 0);
-      if (delay >= left) throw giveUp(failure, attempt);
-      await waits.sleep(delay, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
+      await this.pauseOrGiveUp(req, failure, attempt, maxAttempts, budgetEnd);
     }
+  }
+
+  /** One attempt: a token, a slot, one exchange, its result classified. */
+  private async attempt(req: Request, budgetEnd: number, afterFreshToken: boolean): Promise<{ res: RawResponse } | { failure: ChargingError; token: string }> {
+    const { waits, timeoutMs } = this.ctx;
+    this.checkOpen(req);
+    // The common case takes no promise hop: a cached token and a free slot are taken synchronously.
+    const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
+    const release = this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
+    try {
+      // Waiting may have spanned a close: a slot granted just before it must not send after it.
+      this.checkOpen(req);
+    } catch (err) {
+      release();
+      throw err;
+    }
+    const allowed = Math.min(timeoutMs, Math.max(1, budgetEnd - waits.now()));
+    // A GET is cut when its node closes; a START/STOP on the wire runs to its deadline so that its outcome is known.
+    const signal = req.method === 'GET' ? req.signal : undefined;
+    const ex = waits.exchange(allowed, signal);
+    let res: RawResponse;
+    try {
+      res = await this.ctx.destination.send({ method: req.method, url: req.url, data: req.data, headers: this.headers(token, req.method) }, ex);
+    } catch (err) {
+      if (!(err instanceof TransportError)) throw err;
+      if (ex.ended === 'cancelled') throw closedError('node');
+      return { failure: transportError(err, req, this.ctx.where, allowed), token: token.value };
+    } finally {
+      waits.finished(ex, signal);
+      release();
+    }
+    if (ex.ended === 'cancelled') throw closedError('node');
+    if (!req.accept(res.status)) return { failure: statusError(res, req, describeBody(res.text, this.ctx.redactor), afterFreshToken), token: token.value };
+    // A 2xx progress answer is only as good as its body; "no session" (404, 204) needs none.
+    if (res.bodyProblem && req.method === 'GET' && res.status !== 404 && res.status !== 204) {
+      return { failure: bodyProblemError(res, req, this.ctx.where, allowed, this.ctx.maxBodyBytes), token: token.value };
+    }
+    return { res };
+  }
+
+  /** Waits before the next attempt, or throws the failure when no attempt or time is left. */
+  private async pauseOrGiveUp(req: Request, failure: ChargingError, attempt: number, maxAttempts: number, budgetEnd: number): Promise<void> {
+    const { waits, policy } = this.ctx;
+    const left = budgetEnd - waits.now();
+    if (!failure.retryable || attempt >= maxAttempts || left <= 0) throw giveUp(failure, attempt);
+    const delay = Math.max(backoffDelay(attempt, policy.baseDelayMs, policy.maxDelayMs), failure.retryAfterMs ?? 0);
+    if (delay >= left) throw giveUp(failure, attempt);
+    await waits.sleep(delay, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
+  }
+
+  private checkOpen(req: Request): void {
+    if (this.ctx.isClosed()) throw closedError('configuration');
+    if (req.signal?.aborted) throw closedError('node');
   }
 
   private headers(token: AccessToken, method: 'GET' | 'POST'): Record<string, string> {

@@ -260,7 +260,7 @@ export class ServiceClient {
         scope: this.options.scope,
         authMethod,
         timeoutMs: this.timeoutMs,
-        attempts: this.policy.postAttempts,
+        attempts: this.policy.tokenAttempts,
         baseDelayMs: this.policy.baseDelayMs,
         maxDelayMs: this.policy.maxDelayMs,
         maxTotalMs: this.policy.maxTotalMs,

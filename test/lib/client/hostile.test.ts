@@ -124,7 +124,7 @@ describe('hostile networks and payloads (client against the simulator)', () => {
 
     it('a dripping token endpoint fails the shared flight at its deadline; a later message starts a new flight', async () => {
       fakeClock();
-      client = make({ retry: { postAttempts: 1 }, tokenCache: { failureBackoffMs: 100 } });
+      client = make({ retry: { tokenAttempts: 1 }, tokenCache: { failureBackoffMs: 100 } });
       sim.inject({ target: 'token', kind: 'drip', delayMs: 400 });
       const waiting = [client.getProgress('a'), client.getProgress('b'), client.getProgress('c')];
       const results = await onClock(Promise.allSettled(waiting));

@@ -1,0 +1,66 @@
+/**
+ * The house rules of the layout (docs/architecture.md), checked on the sources:
+ * data flows one way (node -> common -> lib, never back), nodes/lib knows no
+ * Node-RED, node files stay thin, no function grows past 60 lines.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+const ROOT = path.join(__dirname, '..', '..', '..');
+const NODES = path.join(ROOT, 'nodes');
+
+function sources(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return sources(full);
+    return e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [full] : [];
+  });
+}
+
+const rel = (f: string) => path.relative(ROOT, f);
+const imports = (file: string) => [...fs.readFileSync(file, 'utf8').matchAll(/(?:from|require\()\s*'([^']+)'/g)].map((m) => m[1]);
+
+describe('layout of nodes/ (docs/architecture.md)', () => {
+  const all = sources(NODES);
+
+  it('nodes/lib imports neither Node-RED nor nodes/common, and nodes/common never imports a node file', () => {
+    for (const f of all.filter((x) => x.includes(`${path.sep}lib${path.sep}`))) {
+      for (const i of imports(f)) {
+        assert.ok(!/node-red|\/common\//.test(i), `${rel(f)} imports ${i}`);
+        assert.ok(!/^\.\.\/\.\.\/charging-|^\.\.\/charging-/.test(i), `${rel(f)} imports a node: ${i}`);
+      }
+    }
+    for (const f of all.filter((x) => x.includes(`${path.sep}common${path.sep}`))) {
+      for (const i of imports(f)) assert.ok(!/charging-/.test(i), `${rel(f)} imports a node file: ${i}`);
+    }
+  });
+
+  it('node files stay thin: at most 100 lines each', () => {
+    for (const f of all.filter((x) => path.dirname(x) === NODES)) {
+      const lines = fs.readFileSync(f, 'utf8').split('\n').length;
+      assert.ok(lines <= 100, `${rel(f)} has ${lines} lines`);
+    }
+  });
+
+  it('no function in nodes/ is longer than 60 lines', () => {
+    const long: string[] = [];
+    for (const f of all) {
+      const text = fs.readFileSync(f, 'utf8');
+      const sf = ts.createSourceFile(f, text, ts.ScriptTarget.ES2022, true);
+      const visit = (n: ts.Node) => {
+        if (ts.isFunctionLike(n) && 'body' in n && n.body) {
+          const start = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line;
+          const end = sf.getLineAndCharacterOfPosition(n.getEnd()).line;
+          // A node's registration function holds its constructor; the constructor is what is measured.
+          const isRegister = ts.isFunctionExpression(n) && n.name?.text === 'register';
+          if (end - start + 1 > 60 && !isRegister) long.push(`${rel(f)}:${start + 1} (${end - start + 1} lines)`);
+        }
+        ts.forEachChild(n, visit);
+      };
+      visit(sf);
+    }
+    assert.deepEqual(long, []);
+  });
+});
