@@ -17,7 +17,7 @@ export default tseslint.config(
   {
     files: ['resources/**/*.js'],
     languageOptions: { sourceType: 'script', globals: { window: 'readonly', globalThis: 'readonly', URL: 'readonly' } },
-    rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }], 'no-unused-vars': 'off' },
+    rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', caughtErrorsIgnorePattern: '^_' }], 'no-unused-vars': 'off' },
   },
   {
     files: ['**/*.js', '**/*.cjs', '.ci/*.js'],

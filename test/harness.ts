@@ -5,6 +5,7 @@
 import net from 'node:net';
 import helper from 'node-red-node-test-helper';
 import { ChargingError } from '../nodes/lib/errors';
+import { ServiceClient, ServiceClientOptions } from '../nodes/lib/client/service-client';
 import type { Node } from 'node-red';
 import { ChargingServiceSimulator, SimulatorOptions } from '../simulator/simulator';
 
@@ -52,6 +53,11 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Charg
   }).start();
 }
 
+/** A ServiceClient for the simulator with the test credentials; each test file passes its own timings. */
+export function clientFor(sim: ChargingServiceSimulator, options: Partial<ServiceClientOptions> = {}): ServiceClient {
+  return new ServiceClient({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, ...options });
+}
+
 export type FlowNode = Record<string, unknown> & { id: string; type: string };
 
 /** A config node for the simulator plus the given nodes, and credentials for helper.load. */
@@ -68,6 +74,37 @@ export async function load(sim: ChargingServiceSimulator, nodes: FlowNode[], ser
   const f = flowFor(sim, nodes, service);
   await helper.load(NODES, f.flow, credentials ?? f.credentials);
   attachSinks(f.flow);
+}
+
+/**
+ * The setup every runtime test file shares: one Node-RED runtime for the file,
+ * a fresh simulator per test (rt.sim), flows unloaded after each test, and a
+ * check that no test left an unhandled promise rejection behind.
+ */
+export function runtimeSuite(simOptions: SimulatorOptions = {}, settings?: Record<string, unknown>): { sim: ChargingServiceSimulator } {
+  const rt = {} as { sim: ChargingServiceSimulator };
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  before((done) => {
+    process.on('unhandledRejection', onUnhandled);
+    if (settings) helper.settings(settings);
+    helper.startServer(done);
+  });
+  after((done) => {
+    process.off('unhandledRejection', onUnhandled);
+    if (settings) helper.settings({});
+    helper.stopServer(done);
+  });
+  beforeEach(async () => {
+    unhandled.length = 0;
+    rt.sim = await startSimulator(simOptions);
+  });
+  afterEach(async () => {
+    await helper.unload();
+    await rt.sim.stop();
+    if (unhandled.length > 0) throw new Error(`unhandled promise rejection: ${unhandled.map(String).join('; ')}`);
+  });
+  return rt;
 }
 
 /** A Sink on every helper node of a loaded flow, before anything is sent, so that no message passes uncaught. */

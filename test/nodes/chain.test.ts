@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import { SESSIONS_PATH } from '../../simulator/simulator';
-import { helper, load, Sink, send, startSimulator, until, delay, loggedText, statusCalls, assertNoSecret, CLIENT_SECRET } from '../harness';
+import { helper, load, Sink, send, until, loggedText, statusCalls, assertNoSecret, CLIENT_SECRET, runtimeSuite } from '../harness';
 
 const START = { id: 'start', type: 'charging-start', service: 'svc', wires: [['startOut']] };
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['progressOut']] };
@@ -10,24 +9,10 @@ const SINKS = ['startOut', 'progressOut', 'stopOut', 'caught'].map((id) => ({ id
 const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
 
 describe('nodes in a real Node-RED runtime, against the simulator', function () {
-  let sim: ChargingServiceSimulator;
-
-  before((done) => {
-    helper.startServer(done);
-  });
-  after((done) => {
-    helper.stopServer(done);
-  });
-  beforeEach(async () => {
-    sim = await startSimulator();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await sim.stop();
-  });
+  const rt = runtimeSuite();
 
   it('chains start -> progress -> stop with no function node between', async () => {
-    await load(sim, [
+    await load(rt.sim, [
       { ...START, wires: [['startOut', 'progress']] },
       { ...PROGRESS, wires: [['progressOut']] },
       { ...STOP },
@@ -49,8 +34,8 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     assert.equal((first.session as { pending: boolean }).pending, true);
     assert.equal((first.payload as Record<string, unknown>).transactionData, undefined);
 
-    // A moment later the record has a transactionId; feed the record to stop as it is.
-    await delay(80);
+    // Once the station has started, the record has a transactionId; feed the record to stop as it is.
+    await until(() => (rt.sim.session('RFID-1')?.startedAt ?? Infinity) <= Date.now(), 'session start');
     send('progress', { payload: started.payload });
     const running = await progressOut.next();
     const record = running.payload as Record<string, unknown>;
@@ -58,7 +43,8 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     assert.equal(record.tokenId, 'RFID-1');
     const session = running.session as { transactionId: string; cdrId: string; pending: boolean };
     assert.equal(session.pending, false);
-    assert.ok(session.transactionId);
+    assert.equal(session.transactionId, rt.sim.session('RFID-1')?.transactionId);
+    assert.match(session.transactionId, /^TX-[0-9A-F]{12}$/);
 
     send('stop', running);
     const stopped = await stopOut.next();
@@ -70,14 +56,14 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
       transactionId: session.transactionId,
       cdrId: session.cdrId,
     });
-    const stopBody = JSON.parse(sim.requests.filter((r) => r.method === 'POST').at(-1)?.body ?? '{}') as Record<string, unknown>;
+    const stopBody = JSON.parse(rt.sim.requests.filter((r) => r.method === 'POST').at(-1)?.body ?? '{}') as Record<string, unknown>;
     assert.equal(stopBody.evseId, '7', 'STOP sends evseId as a string');
     assert.equal(caught.messages.length, 0);
-    await until(() => sim.activeSessions() === 0, 'session ends after STOP', 2000);
+    await until(() => rt.sim.activeSessions() === 0, 'session ends after STOP', 2000);
   });
 
   it('sends msg.payload = null when there is no session, with a status that says so', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
     const out = Sink.of('progressOut');
     send('progress', { payload: { token: 'NOBODY' } });
     const msg = await out.next();
@@ -89,7 +75,8 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
 
   it('uses fields set in the node, typed inputs from msg and env', async () => {
     process.env.CHARGING_TEST_LOCATION = 'ENV-LOC';
-    await load(sim, [
+    try {
+    await load(rt.sim, [
       { ...START, locationId: 'CHARGING_TEST_LOCATION', locationIdType: 'env', evseId: 'site.evse', evseIdType: 'msg', token: 'NODE-TOKEN', tokenType: 'str' },
       ...SINKS,
       CATCH,
@@ -97,7 +84,9 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     send('start', { site: { evse: '4' }, payload: { token: 'PAYLOAD-TOKEN', locationId: 'PAYLOAD-LOC' } });
     const out = await Sink.of('startOut').next();
     assert.deepEqual(out.payload, { action: 'START', locationId: 'ENV-LOC', evseId: '4', token: 'NODE-TOKEN' });
-    delete process.env.CHARGING_TEST_LOCATION;
+    } finally {
+      delete process.env.CHARGING_TEST_LOCATION;
+    }
   });
 
   for (const [missing, payload] of [
@@ -106,29 +95,29 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     ['token', { locationId: 'L', evseId: '1' }],
   ] as const) {
     it(`fails before any request when ${missing} is missing, naming it, at a Catch node`, async () => {
-      await load(sim, [START, ...SINKS, CATCH]);
+      await load(rt.sim, [START, ...SINKS, CATCH]);
       send('start', { payload });
       const caught = await Sink.of('caught').next();
       const error = caught.error as { message: string; code: string };
       assert.match(error.message, new RegExp(`${missing} is required`));
       assert.equal(error.code, 'MISSING_FIELD');
       assert.equal(Sink.of('startOut').messages.length, 0);
-      assert.equal(sim.requests.length, 0, 'no request sent, not even for a token');
+      assert.equal(rt.sim.requests.length, 0, 'no request sent, not even for a token');
     });
   }
 
   it('stop without a transactionId looks the session up; a pending one gives NO_SESSION, naming why', async () => {
-    await load(sim, [{ ...START, wires: [['stop']] }, STOP, ...SINKS, CATCH]);
+    await load(rt.sim, [{ ...START, wires: [['stop']] }, STOP, ...SINKS, CATCH]);
     send('start', { payload: { locationId: 'L', evseId: '1', token: 'T' } }); // its output (no transactionId) goes straight to stop
     const caught = await Sink.of('caught').next();
     const error = caught.error as { message: string; code: string };
     assert.equal(error.code, 'NO_SESSION');
     assert.match(error.message, /Cannot stop yet: the session for token T has not started/);
-    assert.equal(sim.requests.filter((r) => r.method === 'POST' && r.path === SESSIONS_PATH).length, 1, 'only the START');
+    assert.equal(rt.sim.requests.filter((r) => r.method === 'POST' && r.path === SESSIONS_PATH).length, 1, 'only the START');
   });
 
   it('brings the status and the service text of a service error to Catch, nothing to the output', async () => {
-    await load(sim, [STOP, ...SINKS, CATCH]);
+    await load(rt.sim, [STOP, ...SINKS, CATCH]);
     send('stop', { payload: { locationId: 'L', evseId: '1', token: 'NOBODY', transactionId: 'TX-X' } });
     const caught = await Sink.of('caught').next();
     const error = caught.error as { message: string; code: string; source: { type: string } };
@@ -140,7 +129,7 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
   });
 
   it('a wrong client secret gives an authentication error at Catch that does not contain the secret', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: 'test-client', clientSecret: 'Wrong-Secret-123' } });
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: 'test-client', clientSecret: 'Wrong-Secret-123' } });
     send('progress', { payload: { token: 'T' } });
     const caught = await Sink.of('caught').next();
     const error = caught.error as { message: string; code: string };
@@ -151,7 +140,7 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
   });
 
   it('makes one token request for 200 messages arriving at once across three nodes', async () => {
-    await load(sim, [
+    await load(rt.sim, [
       PROGRESS,
       { ...PROGRESS, id: 'progress2' },
       { ...PROGRESS, id: 'progress3' },
@@ -161,12 +150,12 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     const out = Sink.of('progressOut');
     for (let i = 0; i < 200; i++) send(['progress', 'progress2', 'progress3'][i % 3], { payload: { token: `T${i}` } });
     await out.nth(200, 10_000);
-    assert.equal(sim.counters.tokenRequests, 1);
-    assert.equal(sim.counters.progressQueries, 200);
+    assert.equal(rt.sim.counters.tokenRequests, 1);
+    assert.equal(rt.sim.counters.progressQueries, 200);
   });
 
   it('never puts the secret or an access token in a msg, a log line, a status or an error', async () => {
-    await load(sim, [
+    await load(rt.sim, [
       { ...START, wires: [['startOut', 'progress']] },
       { ...PROGRESS, wires: [['progressOut']] },
       STOP,
@@ -175,21 +164,21 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     ]);
     send('start', { payload: { locationId: 'L', evseId: '1', token: 'RFID-9' } });
     await Sink.of('progressOut').next();
-    sim.revokeAllTokens(); // force a 401 and a second token
+    rt.sim.revokeAllTokens(); // force a 401 and a second token
     send('progress', { payload: { token: 'RFID-9' } });
     await Promise.race([Sink.of('progressOut').nth(2), Sink.of('caught').next().then((m) => assert.fail(JSON.stringify(m.error)))]);
-    sim.inject({ target: 'post', kind: 'status', status: 500, body: 'internal error' });
+    rt.sim.inject({ target: 'post', kind: 'status', status: 500, body: 'internal error' });
     send('stop', { payload: { locationId: 'L', evseId: '1', token: 'RFID-9', transactionId: 'x' } });
     await Sink.of('caught').next();
     send('start', { payload: { locationId: 'L', evseId: '1', token: 42 } });
     await Sink.of('caught').nth(2);
-    sim.inject({ target: 'get', kind: 'reset', times: Infinity }); // an axios network error, which carries the request config
+    rt.sim.inject({ target: 'get', kind: 'reset', times: Infinity }); // an axios network error, which carries the request config
     send('progress', { payload: { token: 'RFID-9' } });
     const reset = await Sink.of('caught').nth(3);
     assert.match((reset.error as { message: string }).message, /the connection to .* failed \(ECONNRESET\)/);
     assert.doesNotMatch(JSON.stringify(reset), /Authorization|Bearer /i);
 
-    const tokens = sim.requests.map((r) => String(r.headers.authorization ?? '')).filter((a) => a.startsWith('Bearer ')).map((a) => a.slice(7));
+    const tokens = rt.sim.requests.map((r) => String(r.headers.authorization ?? '')).filter((a) => a.startsWith('Bearer ')).map((a) => a.slice(7));
     assert.ok(new Set(tokens).size >= 2, 'two tokens were in use');
     const secrets = [CLIENT_SECRET, Buffer.from(`test-client:${CLIENT_SECRET}`).toString('base64'), ...tokens];
     const everything = JSON.stringify({
@@ -202,7 +191,7 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
   });
 
   it('clears its status on close', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
     send('progress', { payload: { token: 'T' } });
     await Sink.of('progressOut').next();
     const node = helper.getNode('progress') as unknown as { status: (s: unknown) => void };
@@ -210,6 +199,6 @@ describe('nodes in a real Node-RED runtime, against the simulator', function () 
     node.status = (s: unknown) => seen.push(s); // the helper restores its own spies before closing nodes
     await helper.unload();
     assert.deepEqual(seen, [{}]);
-    await load(sim, [PROGRESS, ...SINKS, CATCH]); // afterEach unloads again
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]); // afterEach unloads again
   });
 });

@@ -5,9 +5,8 @@
  * and no failure becomes an unhandled rejection.
  */
 import assert from 'node:assert/strict';
-import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import { SESSIONS_PATH } from '../../simulator/simulator';
-import { helper, load, Sink, send, startSimulator, until, loggedText, CLIENT_SECRET } from '../harness';
+import { helper, load, Sink, send, until, loggedText, CLIENT_SECRET, runtimeSuite } from '../harness';
 import { assertNoPart } from '../lib/client/hostile.test';
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['out', 'out2']] };
@@ -23,27 +22,7 @@ function nested(depth: number): unknown {
 }
 
 describe('hostile servers and payloads, through the nodes in a real runtime', function () {
-  let sim: ChargingServiceSimulator;
-  const unhandled: unknown[] = [];
-  const onUnhandled = (reason: unknown) => unhandled.push(reason);
-
-  before((done) => {
-    process.on('unhandledRejection', onUnhandled);
-    helper.startServer(done);
-  });
-  after((done) => {
-    process.off('unhandledRejection', onUnhandled);
-    helper.stopServer(done);
-  });
-  beforeEach(async () => {
-    unhandled.length = 0;
-    sim = await startSimulator();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await sim.stop();
-    assert.deepEqual(unhandled, [], 'no unhandled promise rejection');
-  });
+  const rt = runtimeSuite();
 
   /** START through the start node; resolves once its output has passed and the session has a transaction. */
   async function startSession(token = 'RFID-1'): Promise<void> {
@@ -51,13 +30,13 @@ describe('hostile servers and payloads, through the nodes in a real runtime', fu
     const seen = out.messages.length;
     send('start', { payload: { locationId: 'LOC-1', evseId: '1', token } });
     await out.nth(seen + 1);
-    await until(() => (sim.session(token)?.startedAt ?? Infinity) <= Date.now(), 'session start');
+    await until(() => (rt.sim.session(token)?.startedAt ?? Infinity) <= Date.now(), 'session start');
   }
 
   it('a record nested 5000 deep, wired to two nodes: BAD_RESPONSE at Catch, nothing on the outputs, the node still works', async () => {
-    await load(sim, [START, PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [START, PROGRESS, ...SINKS, CATCH]);
     await startSession();
-    sim.inject({ target: 'get', kind: 'deep', depth: 5000 });
+    rt.sim.inject({ target: 'get', kind: 'deep', depth: 5000 });
     send('progress', { payload: { token: 'RFID-1' } });
     const caught = await Sink.of('caught').next();
     assert.equal((caught.error as { code: string }).code, 'BAD_RESPONSE');
@@ -69,7 +48,7 @@ describe('hostile servers and payloads, through the nodes in a real runtime', fu
   });
 
   it('an input message Node-RED cannot clone (nested 5000 deep) is reported in the log, not thrown: no crash, the node still works', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
     send('progress', { payload: { token: 'nobody' }, extra: nested(5000) });
     await until(() => /could not be passed to Catch/.test(loggedText()), 'the report in the log');
     assert.match(loggedText(), /Could not pass the result on \(Maximum call stack size exceeded\); nothing was sent/);
@@ -79,33 +58,33 @@ describe('hostile servers and payloads, through the nodes in a real runtime', fu
   });
 
   it('eight dripping answers do not hold the configuration: each is cut at the timeout and retried, and another node is served meanwhile', async () => {
-    await load(sim, [START, PROGRESS, { id: 'other', type: 'charging-progress', service: 'svc', wires: [['out3']] }, { id: 'out3', type: 'helper' }, ...SINKS, CATCH], { timeout: 1, maxInFlight: 2 });
+    await load(rt.sim, [START, PROGRESS, { id: 'other', type: 'charging-progress', service: 'svc', wires: [['out3']] }, { id: 'out3', type: 'helper' }, ...SINKS, CATCH], { timeout: 1, maxInFlight: 2 });
     await startSession();
-    sim.inject({ target: 'get', kind: 'drip', delayMs: 400, times: 8 });
+    rt.sim.inject({ target: 'get', kind: 'drip', delayMs: 400, times: 8 });
     for (let i = 0; i < 8; i++) send('progress', { payload: { token: 'RFID-1' } });
     send('other', { payload: { token: 'nobody' } });
     // Each dripping exchange holds a slot for 1 s, then is cut and retried (and answered, the drips being over).
     await until(() => Sink.of('out2').messages.length + Sink.of('caught').messages.length === 8, 'an answer to each of the eight', 15_000);
     assert.equal(Sink.of('caught').messages.length, 0, 'all eight answered with the record after their retry');
     assert.equal(Sink.of('out3').messages.length, 1, 'the other node was answered');
-    const gets = sim.requests.filter((r) => r.method === 'GET' && r.path === SESSIONS_PATH && r.query.token === 'RFID-1').length;
+    const gets = rt.sim.requests.filter((r) => r.method === 'GET' && r.path === SESSIONS_PATH && r.query.token === 'RFID-1').length;
     assert.equal(gets, 16, 'eight cut at the timeout, eight retried');
   });
 
   it('a 202 whose body is cut short is a success with msg.responseNote, not an error that invites a resend', async () => {
-    await load(sim, [START, ...SINKS, CATCH]);
-    sim.inject({ target: 'post', kind: 'cut' });
+    await load(rt.sim, [START, ...SINKS, CATCH]);
+    rt.sim.inject({ target: 'post', kind: 'cut' });
     send('start', { payload: { locationId: 'LOC-1', evseId: '1', token: 'RFID-1' } });
     const out = await Sink.of('out').next();
     assert.equal(out.statusCode, 202);
     assert.match(String(out.responseNote), /accepted START \(202\), but its body was cut short .*: the command reached the station/);
     assert.equal(Sink.of('caught').messages.length, 0);
-    assert.equal(sim.counters.starts, 1);
+    assert.equal(rt.sim.counters.starts, 1);
   });
 
   it('a START answered 200 is passed on with msg.statusCode 200 and one warning, however many times it happens', async () => {
-    await load(sim, [START, ...SINKS, CATCH]);
-    sim.inject({ target: 'post', kind: 'status', status: 200, body: '{"status":"REJECTED"}', times: 2 });
+    await load(rt.sim, [START, ...SINKS, CATCH]);
+    rt.sim.inject({ target: 'post', kind: 'status', status: 200, body: '{"status":"REJECTED"}', times: 2 });
     send('start', { payload: { locationId: 'LOC-1', evseId: '1', token: 'A' } });
     send('start', { payload: { locationId: 'LOC-1', evseId: '2', token: 'B' } });
     const [a, b] = [await Sink.of('out').nth(1), await Sink.of('out').nth(2)];
@@ -116,29 +95,29 @@ describe('hostile servers and payloads, through the nodes in a real runtime', fu
   });
 
   it('a service echoing the Authorization header into its 200: no token in msg.payload', async () => {
-    await load(sim, [START, PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [START, PROGRESS, ...SINKS, CATCH]);
     await startSession();
-    sim.inject({ target: 'get', kind: 'echo' });
+    rt.sim.inject({ target: 'get', kind: 'echo' });
     send('progress', { payload: { token: 'RFID-1' } });
     const out = await Sink.of('out2').next();
-    const token = String(sim.requests.filter((r) => r.path === SESSIONS_PATH).at(-1)?.headers.authorization).replace('Bearer ', '');
+    const token = String(rt.sim.requests.filter((r) => r.path === SESSIONS_PATH).at(-1)?.headers.authorization).replace('Bearer ', '');
     assertNoPart(JSON.stringify(out), token, 'the message');
     assert.equal((out.payload as { echo: { authorization: string } }).echo.authorization, 'Bearer ***');
   });
 
   it('a lone surrogate in a field: INVALID_INPUT at Catch naming it, nothing sent', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
     send('progress', { payload: { token: 'RFID-\ud800' } });
     const caught = await Sink.of('caught').next();
     assert.equal((caught.error as { code: string }).code, 'INVALID_INPUT');
     assert.match((caught.error as { message: string }).message, /^token contains an unpaired UTF-16 surrogate/);
-    assert.equal(sim.requests.length, 0);
+    assert.equal(rt.sim.requests.length, 0);
   });
 
   it('Test connection never shows a part of the secret, even when the token endpoint echoes it across the cut', async () => {
-    await load(sim, [PROGRESS, ...SINKS]);
-    sim.inject({ target: 'token', kind: 'status', status: 400, body: JSON.stringify({ error: 'invalid_request', error_description: `${'y'.repeat(200)} ${CLIENT_SECRET}` }) });
-    const res = await helper.request().post('/charging-service/test').send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: 'test-client', clientSecret: CLIENT_SECRET }).expect(200);
+    await load(rt.sim, [PROGRESS, ...SINKS]);
+    rt.sim.inject({ target: 'token', kind: 'status', status: 400, body: JSON.stringify({ error: 'invalid_request', error_description: `${'y'.repeat(200)} ${CLIENT_SECRET}` }) });
+    const res = await helper.request().post('/charging-service/test').send({ baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: 'test-client', clientSecret: CLIENT_SECRET }).expect(200);
     assert.equal(res.body.ok, false);
     assertNoPart(res.text, CLIENT_SECRET, 'the Test connection answer');
     assert.match(res.body.error, /y{100,} \*\*\*/);

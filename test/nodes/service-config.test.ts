@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
-import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import path from 'node:path';
-import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor, fromNodeRed } from '../harness';
+import { helper, load, Sink, send, startSimulator, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, NODES, flowFor, fromNodeRed, runtimeSuite } from '../harness';
 import { SIM_CERT, SIM_KEY } from '../lib/client/transport.test';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -13,49 +12,36 @@ const SINKS = [{ id: 'out', type: 'helper' }, { id: 'caught', type: 'helper' }];
 const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
 
 describe('charging-service configuration', () => {
-  let sim: ChargingServiceSimulator;
-  before((done) => {
-    helper.startServer(done);
-  });
-  after((done) => {
-    helper.stopServer(done);
-  });
-  beforeEach(async () => {
-    sim = await startSimulator();
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await sim.stop();
-  });
+  const rt = runtimeSuite();
 
   describe('Test connection (admin endpoint)', () => {
     it('fetches a token with the values posted and answers ok, without the token or the secret', async () => {
-      await load(sim, [PROGRESS, ...SINKS]);
+      await load(rt.sim, [PROGRESS, ...SINKS]);
       const res = await helper
         .request()
         .post('/charging-service/test')
-        .send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })
+        .send({ baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, scope: '', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET })
         .expect(200);
       assert.equal(res.body.ok, true);
       assert.equal(res.body.expiresIn, 1800);
       assert.match(res.body.message, /^Connected: token received \(valid 1800 s\); the service at http:\/\/127\.0\.0\.1:\d+ answers/);
-      assert.equal(sim.counters.tokensIssued, 1);
-      assert.equal(sim.counters.progressQueries, 1, 'the service itself was asked, not only the token endpoint');
+      assert.equal(rt.sim.counters.tokensIssued, 1);
+      assert.equal(rt.sim.counters.progressQueries, 1, 'the service itself was asked, not only the token endpoint');
       assert.ok(!res.text.includes(CLIENT_SECRET));
     });
 
     it('uses the stored secret when the editor sends the unchanged-password placeholder', async () => {
-      await load(sim, [PROGRESS, ...SINKS]);
+      await load(rt.sim, [PROGRESS, ...SINKS]);
       const res = await helper
         .request()
         .post('/charging-service/test')
-        .send({ id: 'svc', baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' })
+        .send({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' })
         .expect(200);
       assert.equal(res.body.ok, true);
     });
 
     it('never sends the stored secret to a token URL other than the deployed one', async () => {
-      await load(sim, [PROGRESS, ...SINKS]);
+      await load(rt.sim, [PROGRESS, ...SINKS]);
       const elsewhere = await startSimulator();
       try {
         const res = await helper
@@ -72,11 +58,11 @@ describe('charging-service configuration', () => {
     });
 
     it('reports the reason for a refusal, without echoing the secret', async () => {
-      await load(sim, [PROGRESS, ...SINKS]);
+      await load(rt.sim, [PROGRESS, ...SINKS]);
       const res = await helper
         .request()
         .post('/charging-service/test')
-        .send({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: CLIENT_ID, clientSecret: 'Not-The-Secret-42' })
+        .send({ baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: 'Not-The-Secret-42' })
         .expect(200);
       assert.equal(res.body.ok, false);
       assert.match(res.body.error, /Authentication failed: .* answered 401/);
@@ -84,7 +70,7 @@ describe('charging-service configuration', () => {
     });
 
     it('refuses plain http to a remote host unless allowed', async () => {
-      await load(sim, [PROGRESS, ...SINKS]);
+      await load(rt.sim, [PROGRESS, ...SINKS]);
       const res = await helper
         .request()
         .post('/charging-service/test')
@@ -96,7 +82,7 @@ describe('charging-service configuration', () => {
   });
 
   it('a configuration with http to a remote host fails every message with a CONFIG error, and sends nothing', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.com', authUrl: 'http://auth.example.com' });
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.com', authUrl: 'http://auth.example.com' });
     send('progress', { payload: { token: 'T' } });
     const caught = await Sink.of('caught').next();
     const error = caught.error as { code: string; message: string };
@@ -105,9 +91,9 @@ describe('charging-service configuration', () => {
   });
 
   it('talks https to a private-CA service through a tls-config node', async () => {
-    await sim.stop();
-    sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
-    const f = flowFor(sim, [PROGRESS, ...SINKS, CATCH], { tls: 'tlsconf' });
+    await rt.sim.stop();
+    rt.sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+    const f = flowFor(rt.sim, [PROGRESS, ...SINKS, CATCH], { tls: 'tlsconf' });
     // A global config node, as the editor makes it.
     f.flow.push({ id: 'tlsconf', type: 'tls-config', cert: '', key: '', ca: CA_FILE, verifyservercert: true });
     await helper.load([...NODES, TLS_NODE], f.flow, f.credentials);
@@ -118,35 +104,35 @@ describe('charging-service configuration', () => {
   });
 
   it('without the tls-config node the same service is refused with a hint', async () => {
-    await sim.stop();
-    sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
-    await load(sim, [PROGRESS, ...SINKS, CATCH]);
+    await rt.sim.stop();
+    rt.sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
     send('progress', { payload: { token: 'T' } });
     const caught = await Sink.of('caught').next();
     assert.match((caught.error as { message: string }).message, /TLS handshake failed .* set it in a TLS configuration/);
   });
 
   it('declares the secret as a password credential, so the editor never gets it back and exports leave it out', async () => {
-    await load(sim, [PROGRESS, ...SINKS]);
+    await load(rt.sim, [PROGRESS, ...SINKS]);
     const redNodes = (helper as unknown as { _redNodes: { getCredentialDefinition(type: string): Record<string, { type: string }> } })._redNodes;
     assert.deepEqual(redNodes.getCredentialDefinition('charging-service'), { clientId: { type: 'text' }, clientSecret: { type: 'password' } });
   });
 
   it('"allow insecure http" lets a remote http URL through, with a warning in the log', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.invalid', allowInsecureHttp: true });
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH], { baseUrl: 'http://charging.example.invalid', allowInsecureHttp: true });
     assert.match(loggedText(), /Base URL uses plain http to charging\.example\.invalid: credentials and tokens travel unencrypted/);
   });
 
   it('a missing secret is a CONFIG error naming it', async () => {
-    await load(sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: CLIENT_ID } });
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH], {}, { svc: { clientId: CLIENT_ID } });
     send('progress', { payload: { token: 'T' } });
     const caught = await Sink.of('caught').next();
     assert.match((caught.error as { message: string }).message, /client secret is not set/);
-    assert.equal(sim.requests.length, 0);
+    assert.equal(rt.sim.requests.length, 0);
   });
 
   it('a node without a configuration fails with a clear error instead of crashing', async () => {
-    await load(sim, [{ ...PROGRESS, service: '' }, ...SINKS, CATCH]);
+    await load(rt.sim, [{ ...PROGRESS, service: '' }, ...SINKS, CATCH]);
     send('progress', { payload: { token: 'T' } });
     const caught = await Sink.of('caught').next();
     assert.match((caught.error as { message: string }).message, /No charging-service configuration is selected/);

@@ -1,33 +1,17 @@
 import assert from 'node:assert/strict';
-import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import { SESSIONS_PATH } from '../../simulator/simulator';
-import { helper, load, Sink, send, startSimulator, delay, until } from '../harness';
+import { helper, load, Sink, send, startSimulator, delay, until, loggedText, runtimeSuite } from '../harness';
 
 const SINKS = ['out', 'out2', 'out3', 'caught'].map((id) => ({ id, type: 'helper' }));
 const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
 const WATCH = { id: 'watcher1', type: 'charging-progress', service: 'svc', mode: 'watch', interval: 0.2, wires: [['out']] };
 
 describe('watching, waiting and looking up sessions (runtime + simulator)', () => {
-  let sim: ChargingServiceSimulator;
-  before((done) => {
-    helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
-    helper.startServer(done);
-  });
-  after((done) => {
-    helper.settings({});
-    helper.stopServer(done);
-  });
-  beforeEach(async () => {
-    sim = await startSimulator({ startDelayMs: 150, stopDelayMs: 150 });
-  });
-  afterEach(async () => {
-    await helper.unload();
-    await sim.stop();
-  });
+  const rt = runtimeSuite({ startDelayMs: 150, stopDelayMs: 150 }, { chargingSession: { minPollIntervalSec: 0.1 } });
 
   async function startAndStop(token: string): Promise<void> {
     const base = { locationId: 'L', evseId: '1', token };
-    await fetch(`${sim.authUrl}/v1/token`, {
+    await fetch(`${rt.sim.authUrl}/v1/token`, {
       method: 'POST',
       headers: { Authorization: `Basic ${Buffer.from('test-client:S3cr3t-Value-That-Must-Never-Leak').toString('base64')}`, Accept: 'application/json', 'Content-Type': 'application/x-www-form-urlencoded' },
       body: 'grant_type=client_credentials',
@@ -35,16 +19,16 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
       .then((r) => r.json() as Promise<{ access_token: string }>)
       .then(async ({ access_token }) => {
         const post = (body: unknown) =>
-          fetch(`${sim.baseUrl}${SESSIONS_PATH}`, { method: 'POST', headers: { Authorization: `Bearer ${access_token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+          fetch(`${rt.sim.baseUrl}${SESSIONS_PATH}`, { method: 'POST', headers: { Authorization: `Bearer ${access_token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
         await post({ action: 'START', ...base });
-        await delay(700);
-        const tx = sim.session(token)?.transactionId;
+        await until(() => (rt.sim.session(token)?.startedAt ?? Infinity) + 500 <= Date.now(), 'the session running for half a second');
+        const tx = rt.sim.session(token)?.transactionId;
         await post({ action: 'STOP', ...base, transactionId: tx });
       });
   }
 
   it('watch mode: a token added by msg.topic "watch" yields pending, started, updated and ended events', async () => {
-    await load(sim, [WATCH, ...SINKS, CATCH]);
+    await load(rt.sim, [WATCH, ...SINKS, CATCH]);
     send('watcher1', { topic: 'watch', payload: 'W-1' });
     const out = Sink.of('out');
     await startAndStop('W-1');
@@ -56,42 +40,44 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
     const started = out.messages.find((m) => m.event === 'started') as Record<string, unknown>;
     assert.equal(started.topic, 'W-1');
     assert.equal((started.payload as { tokenId: string }).tokenId, 'W-1', 'the record as the service returned it');
-    assert.ok((started.session as { transactionId: string }).transactionId);
+    assert.equal((started.session as { transactionId: string }).transactionId, (out.messages.at(-1)?.session as { transactionId: string }).transactionId);
+    assert.match((started.session as { transactionId: string }).transactionId, /^TX-/);
     const updated = out.messages.filter((m) => m.event === 'updated').at(-1) as Record<string, unknown>;
-    assert.ok(((updated.session as { energyKWh: number }).energyKWh ?? 0) >= 0);
+    assert.equal(typeof (updated.session as { energyKWh: number }).energyKWh, 'number');
+    assert.ok((updated.session as { meterEnd: number }).meterEnd > (updated.session as { meterStart: number }).meterStart, 'the meter advanced');
     assert.equal((out.messages.at(-1) as Record<string, unknown>).payload, null);
     assert.equal(Sink.of('caught').messages.length, 0);
   });
 
   it('watch mode with tokens set in the node and split outputs: started on 1, updates on 2, ended on 3', async () => {
-    await load(sim, [{ ...WATCH, watchTokens: 'S-1, S-2', splitOutputs: true, outputs: 3, wires: [['out'], ['out2'], ['out3']] }, ...SINKS, CATCH]);
+    await load(rt.sim, [{ ...WATCH, watchTokens: 'S-1, S-2', splitOutputs: true, outputs: 3, wires: [['out'], ['out2'], ['out3']] }, ...SINKS, CATCH]);
     await startAndStop('S-2');
     await until(() => Sink.of('out3').messages.length > 0, 'ended on output 3', 5000);
     assert.ok(Sink.of('out').messages.every((m) => m.event === 'pending' || m.event === 'started'));
     assert.ok(Sink.of('out2').messages.every((m) => m.event === 'updated'));
     assert.deepEqual(Sink.of('out3').messages.map((m) => [m.event, m.topic]), [['ended', 'S-2']]);
-    const tokensPolled = new Set(sim.requests.filter((r) => r.method === 'GET').map((r) => r.query.token));
+    const tokensPolled = new Set(rt.sim.requests.filter((r) => r.method === 'GET').map((r) => r.query.token));
     assert.deepEqual([...tokensPolled].sort(), ['S-1', 'S-2']);
   });
 
   it('unwatch stops polling that token; closing the node stops all polling', async () => {
-    await load(sim, [{ ...WATCH, watchTokens: 'U-1 U-2' }, ...SINKS, CATCH]);
+    await load(rt.sim, [{ ...WATCH, watchTokens: 'U-1 U-2' }, ...SINKS, CATCH]);
     await delay(500);
     send('watcher1', { topic: 'unwatch', payload: ['U-1'] });
     await delay(100);
-    const mark = sim.requests.length;
+    const mark = rt.sim.requests.length;
     await delay(600);
-    const later = sim.requests.slice(mark).filter((r) => r.method === 'GET').map((r) => r.query.token);
+    const later = rt.sim.requests.slice(mark).filter((r) => r.method === 'GET').map((r) => r.query.token);
     assert.ok(later.length > 0 && later.every((t) => t === 'U-2'), later.join());
     await helper.unload();
-    const sent = sim.requests.length;
+    const sent = rt.sim.requests.length;
     await delay(600);
-    assert.equal(sim.requests.length, sent, 'no poll after close');
-    await load(sim, [WATCH, ...SINKS, CATCH]);
+    assert.equal(rt.sim.requests.length, sent, 'no poll after close');
+    await load(rt.sim, [WATCH, ...SINKS, CATCH]);
   });
 
   it('tokens added by message survive a redeploy of the node (flow context)', async () => {
-    await load(sim, [WATCH, ...SINKS, CATCH]);
+    await load(rt.sim, [WATCH, ...SINKS, CATCH]);
     send('watcher1', { topic: 'watch', payload: ['KEEP-1', 'KEEP-2'] });
     send('watcher1', { topic: 'unwatch', payload: 'KEEP-2' });
     await delay(300);
@@ -99,27 +85,25 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
     const runtime = (helper as unknown as { _redNodes: { stopFlows(): Promise<void>; startFlows(): Promise<void> } })._redNodes;
     await runtime.stopFlows();
     await runtime.startFlows();
-    const mark = sim.requests.length;
+    const mark = rt.sim.requests.length;
     await delay(700);
-    const polled = new Set(sim.requests.slice(mark).filter((r) => r.method === 'GET').map((r) => r.query.token));
+    const polled = new Set(rt.sim.requests.slice(mark).filter((r) => r.method === 'GET').map((r) => r.query.token));
     assert.deepEqual([...polled], ['KEEP-1']);
   });
 
   it('the interval has a floor from settings, with a warning', async () => {
     helper.settings({ chargingSession: { minPollIntervalSec: 30 } } as Record<string, unknown>);
     try {
-      await load(sim, [{ ...WATCH, watchTokens: 'F-1', interval: 1 }, ...SINKS, CATCH]);
+      await load(rt.sim, [{ ...WATCH, watchTokens: 'F-1', interval: 1 }, ...SINKS, CATCH]);
       await delay(300);
-      const warn = helper.log().args.map((a) => JSON.stringify(a)).find((t) => t.includes('Poll interval raised'));
-      assert.ok(warn, 'a warning');
-      assert.match(warn, /from 1 s to the minimum of 30 s/);
+      assert.match(loggedText(), /Poll interval raised from 1 s to the minimum of 30 s/);
     } finally {
       helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
     }
   });
 
   it('start with "wait until started" sends once the session has a transactionId, with msg.session', async () => {
-    await load(sim, [{ id: 'start', type: 'charging-start', service: 'svc', wait: true, waitTimeout: 10, wires: [['out']] }, ...SINKS, CATCH]);
+    await load(rt.sim, [{ id: 'start', type: 'charging-start', service: 'svc', wait: true, waitTimeout: 10, wires: [['out']] }, ...SINKS, CATCH]);
     send('start', { payload: { locationId: 'L', evseId: '1', token: 'WS-1' } });
     const msg = await Sink.of('out').next(8000);
     assert.equal(msg.outcome, 'started');
@@ -128,9 +112,9 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
   });
 
   it('start wait that runs out: to the second output with outcome "not confirmed", or a NOT_CONFIRMED error', async () => {
-    await sim.stop();
-    sim = await startSimulator({ startDelayMs: 60_000 });
-    await load(sim, [
+    await rt.sim.stop();
+    rt.sim = await startSimulator({ startDelayMs: 60_000 });
+    await load(rt.sim, [
       { id: 'start', type: 'charging-start', service: 'svc', wait: true, waitTimeout: 1, timeoutOutput: true, outputs: 2, wires: [['out'], ['out2']] },
       { id: 'start2', type: 'charging-start', service: 'svc', wait: true, waitTimeout: 1, wires: [['out3']] },
       ...SINKS,
@@ -147,7 +131,7 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
   });
 
   it('stop with only a token looks the session up, stops it, and with "wait" reports it ended', async () => {
-    await load(sim, [
+    await load(rt.sim, [
       { id: 'start', type: 'charging-start', service: 'svc', wait: true, waitTimeout: 10, wires: [['out']] },
       { id: 'stop', type: 'charging-stop', service: 'svc', wait: true, waitTimeout: 10, wires: [['out2']] },
       ...SINKS,
@@ -166,15 +150,15 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
       transactionId: (started.session as { transactionId: string }).transactionId,
       cdrId: (started.session as { cdrId: string }).cdrId,
     });
-    assert.equal(sim.counters.stops, 1);
+    assert.equal(rt.sim.counters.stops, 1);
   });
 
   it('stop with only a token and no session: NO_SESSION at Catch, no STOP sent', async () => {
-    await load(sim, [{ id: 'stop', type: 'charging-stop', service: 'svc', wires: [['out']] }, ...SINKS, CATCH]);
+    await load(rt.sim, [{ id: 'stop', type: 'charging-stop', service: 'svc', wires: [['out']] }, ...SINKS, CATCH]);
     send('stop', { payload: { token: 'NOBODY' } });
     const caught = await Sink.of('caught').next();
     assert.equal((caught.error as { code: string }).code, 'NO_SESSION');
     assert.match((caught.error as { message: string }).message, /Nothing to stop: there is no session for token NOBODY/);
-    assert.equal(sim.counters.stops, 0);
+    assert.equal(rt.sim.counters.stops, 0);
   });
 });

@@ -2,11 +2,11 @@
  * Agents for a proxy, in a module of their own so that the proxy-agent packages
  * load only when a proxy applies (see Transport).
  *
- * Why not axios's own proxy support (it tunnels https with CONNECT since 1.x)?
- * It tunnels through its bundled https-proxy-agent 5, which opens a new CONNECT
- * tunnel and TLS session for every request (no keep-alive through the tunnel,
- * no maxSockets), measured in test/lib/transport.test.ts. These v7 agents are
- * http.Agent subclasses: tunnels are pooled and bounded like direct sockets.
+ * Why not axios's own proxy support? Measured with axios 1.21 in
+ * test/lib/client/transport.test.ts: it tunnels https with CONNECT and keeps our
+ * private CA, but opens a new tunnel (and TLS handshake) for every request: 5
+ * CONNECTs for 5 queries, where these https-proxy-agent 7 agents, being
+ * http.Agent subclasses, pooled 20 queries into at most Max in flight tunnels.
  */
 import type http from 'node:http';
 import type https from 'node:https';

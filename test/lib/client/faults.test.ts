@@ -8,7 +8,7 @@ import sinon from 'sinon';
 import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
 import { ChargingError } from '../../../nodes/lib/errors';
 import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, freePort, until, driveClock, delay } from '../../harness';
+import { startSimulator, rejection, freePort, until, driveClock, delay, clientFor } from '../../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
 
@@ -16,16 +16,7 @@ describe('fault handling (client against the simulator)', () => {
   let sim: ChargingServiceSimulator;
   let client: ServiceClient;
   const make = (extra: Partial<ServiceClientOptions> = {}) =>
-    new ServiceClient({
-      baseUrl: sim.baseUrl,
-      authUrl: sim.authUrl,
-      clientId: CLIENT_ID,
-      clientSecret: CLIENT_SECRET,
-      timeoutMs: 300,
-      retry: { baseDelayMs: 10, maxDelayMs: 40, maxTotalMs: 5_000 },
-      tokenCache: { failureBackoffMs: 200 },
-      ...extra,
-    });
+    clientFor(sim, { timeoutMs: 300, retry: { baseDelayMs: 10, maxDelayMs: 40, maxTotalMs: 5_000 }, tokenCache: { failureBackoffMs: 200 }, ...extra });
   /** A session with a transaction, so that a progress query has a record (200) to corrupt. */
   const startedSession = async () => {
     await client.sendCommand(start);

@@ -11,7 +11,7 @@ import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/s
 import { basicCredentials } from '../../../nodes/lib/client/token-endpoint';
 import { ChargingError } from '../../../nodes/lib/errors';
 import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, until, driveClock } from '../../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, rejection, until, driveClock, clientFor } from '../../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
 
@@ -27,16 +27,7 @@ describe('hostile networks and payloads (client against the simulator)', () => {
   let sim: ChargingServiceSimulator;
   let client: ServiceClient;
   let clock: sinon.SinonFakeTimers | null = null;
-  const make = (extra: Partial<ServiceClientOptions> = {}) =>
-    new ServiceClient({
-      baseUrl: sim.baseUrl,
-      authUrl: sim.authUrl,
-      clientId: CLIENT_ID,
-      clientSecret: CLIENT_SECRET,
-      timeoutMs: 1_000,
-      retry: { baseDelayMs: 10, maxDelayMs: 40, maxTotalMs: 5_000 },
-      ...extra,
-    });
+  const make = (extra: Partial<ServiceClientOptions> = {}) => clientFor(sim, { timeoutMs: 1_000, retry: { baseDelayMs: 10, maxDelayMs: 40, maxTotalMs: 5_000 }, ...extra });
   const gets = () => sim.requests.filter((r) => r.method === 'GET' && r.path === SESSIONS_PATH).length;
   const tokenRequests = () => sim.requests.filter((r) => r.path === TOKEN_PATH).length;
   const fakeClock = () => (clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] }));

@@ -2,19 +2,10 @@ import assert from 'node:assert/strict';
 import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
 import { tokenEndpoint } from '../../../nodes/lib/client/token-endpoint';
 import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, until, rejection } from '../../harness';
+import { CLIENT_ID, CLIENT_SECRET, startSimulator, until, rejection, clientFor as harnessClient } from '../../harness';
 
 function clientFor(sim: ChargingServiceSimulator, extra: Partial<ServiceClientOptions> = {}): ServiceClient {
-  return new ServiceClient({
-    baseUrl: sim.baseUrl,
-    authUrl: sim.authUrl,
-    scope: 'sessions:read  sessions:write',
-    clientId: CLIENT_ID,
-    clientSecret: CLIENT_SECRET,
-    timeoutMs: 2000,
-    retry: { baseDelayMs: 10, maxDelayMs: 50 },
-    ...extra,
-  });
+  return harnessClient(sim, { scope: 'sessions:read  sessions:write', timeoutMs: 2000, retry: { baseDelayMs: 10, maxDelayMs: 50 }, ...extra });
 }
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
