@@ -1,30 +1,37 @@
 /**
- * `npm run bench`: side-by-side measurements in one run, medians of several
- * rounds. Not part of npm test. Loopback only, bounded in time.
+ * `npm run bench`: side-by-side measurements in one run. Not part of npm test.
+ * Loopback only; the service runs in its own process (bench/server.ts), Node-RED
+ * in this one (bench/runtime.ts), so CPU per message is the runtime's.
  *
- *   npm run bench -- --quick      fewer requests and rounds (a smoke run)
+ *   npm run bench -- --quick     fewer rounds and messages (a smoke run; results not written)
+ *
+ * Contenders run interleaved, in an order rotated every round, each warmed up
+ * before it is measured; ratios are computed within a round and reported as
+ * median [min–max] over the rounds.
  */
-import { fork, ChildProcess } from 'node:child_process';
+import { fork, ChildProcess, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import axios from 'axios';
-import helper from 'node-red-node-test-helper';
-import type { Node } from 'node-red';
+import axios, { AxiosInstance } from 'axios';
+import { axiosOptions, agentOptions } from '../nodes/lib/client/transport';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import { EmbeddedNodeRed, FlowNode } from './runtime';
 
 const QUICK = process.argv.includes('--quick');
-const ROUNDS = QUICK ? 1 : 3;
-const REQUESTS: Record<number, number> = QUICK ? { 1: 200, 10: 500, 100: 1000 } : { 1: 1000, 10: 3000, 100: 6000 };
-const WATCH_SIZES = [100, 1000, 10000];
+const ROUNDS = QUICK ? 2 : 7;
+const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
+const WATCH_SIZES = QUICK ? [100, 1000] : [100, 1000, 10_000];
 const WATCH_SECONDS = QUICK ? 6 : 20;
 const WATCH_INTERVAL_MS = 10_000;
 
-// ------------------------------------------------------------------ server
+// ------------------------------------------------------------------ the service (another process)
 let server: ChildProcess;
 let base = '';
-function ask<T>(cmd: string, key: string): Promise<T> {
+function ask<T>(cmd: string, key: string, extra: Record<string, unknown> = {}): Promise<T> {
   return new Promise((resolve) => {
     const on = (m: Record<string, unknown>) => {
       if (key in m) {
@@ -33,301 +40,448 @@ function ask<T>(cmd: string, key: string): Promise<T> {
       }
     };
     server.on('message', on);
-    server.send({ cmd });
+    server.send({ cmd, ...extra });
   });
-}
-async function startServer(): Promise<void> {
-  server = fork(path.join(__dirname, 'server.js'));
-  const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
-  base = `http://127.0.0.1:${port}`;
 }
 type Counts = { token: number; get: number; post: number; firstGetAt: number };
 const counts = () => ask<Counts>('counts', 'counts');
-const reset = () => ask<boolean>('reset', 'reset');
-
-// ------------------------------------------------------------------ runtime
-/* eslint-disable @typescript-eslint/no-require-imports */
-const NODES = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop'].map((n) => require(`../nodes/${n}`));
-const NR = path.dirname(require.resolve('node-red/package.json'));
-const CORE = (p: string) => require(require.resolve(`@node-red/nodes/core/${p}`, { paths: [NR] }));
-const CORE_NODES = [CORE('function/10-function.js'), CORE('network/21-httprequest.js')];
-/* eslint-enable @typescript-eslint/no-require-imports */
-
-type AnyNode = Node & { receive(m: unknown): void; updateWires?(w: unknown): void };
-
-async function deploy(flow: Array<Record<string, unknown>>, maxInFlight: number): Promise<void> {
-  await helper.unload();
-  const full: Array<Record<string, unknown>> = [{ id: 'f1', type: 'tab' }, { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, maxInFlight, allowInsecureHttp: false }, ...flow.map((n) => ({ z: 'f1', ...n }))];
-  await helper.load([...NODES, ...CORE_NODES], full as Parameters<typeof helper.load>[1], { svc: { clientId: 'bench', clientSecret: 'bench-secret' } });
-  // The test helper wraps Node.prototype methods in sinon spies that record every call; take them off,
-  // and rewire the nodes (Node-RED copies send onto each wired node), so that we measure Node-RED, not sinon.
-  (helper as unknown as { _sandbox: { restore(): void } })._sandbox.restore();
-  for (const n of full) {
-    const node = helper.getNode(String(n.id)) as AnyNode | null;
-    if (node && 'wires' in n) node.updateWires?.(n.wires);
-  }
-}
+const resetCounts = () => ask<boolean>('reset', 'reset');
+const setLatency = (ms: number) => ask<number>('latency', 'latency', { ms });
 
 // ------------------------------------------------------------------ measuring
 interface Sample {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU of this process (the runtime) per message, µs */
+  cpuUs: number;
 }
-function pct(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
-function summarise(latencies: number[], ms: number): Sample {
-  latencies.sort((a, b) => a - b);
-  return { rps: (latencies.length / ms) * 1000, p50: pct(latencies, 50), p99: pct(latencies, 99) };
-}
+const spread = (xs: number[], d = 2) => `${median(xs).toFixed(d)} [${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}]`;
 
-/** Keeps `conc` requests outstanding until `total` are done; one() resolves when a request completes. */
+/** Keeps `conc` messages outstanding until `total` are answered. */
 async function closedLoop(total: number, conc: number, one: (i: number) => Promise<void>): Promise<Sample> {
+  global.gc?.();
   const lat: number[] = [];
   let next = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  async function lane(): Promise<void> {
-    while (next < total) {
-      const i = next++;
-      const s = performance.now();
-      await one(i);
-      lat.push(performance.now() - s);
-    }
-  }
-  await Promise.all(Array.from({ length: conc }, lane));
-  return summarise(lat, performance.now() - t0);
+  await Promise.all(
+    Array.from({ length: conc }, async () => {
+      while (next < total) {
+        const i = next++;
+        const s = performance.now();
+        await one(i);
+        lat.push(performance.now() - s);
+      }
+    }),
+  );
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  lat.sort((a, b) => a - b);
+  return { rps: (total / ms) * 1000, p50: pct(lat, 50), p99: pct(lat, 99), cpuUs: (cpu.user + cpu.system) / total };
 }
 
-async function rawAxios(total: number, conc: number): Promise<Sample> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: conc });
-  const ax = axios.create({ httpAgent: agent, proxy: false, headers: { Authorization: 'Bearer bench-token-value', Accept: 'application/json' } });
-  try {
-    return await closedLoop(total, conc, async (i) => {
-      const r = await ax.get(`${base}/poi/v1/charging-sessions`, { params: { token: `T${i}` } });
-      if (r.status !== 200) throw new Error(`status ${r.status}`);
-    });
-  } finally {
-    agent.destroy();
-  }
-}
+// ------------------------------------------------------------------ contenders
+type Drive = (i: number) => Promise<void>;
+let red: EmbeddedNodeRed;
+const waiting = new Map<number, () => void>();
+let seq = 0;
 
-/** Sends a message into a node and waits for it at the sink, matched by a sequence number. */
-function nodeDriver(entry: string, sink: string): (i: number) => Promise<void> {
-  const waiting = new Map<number, () => void>();
-  (helper.getNode(sink) as AnyNode).on('input', (m: Record<string, unknown>) => {
-    const done = waiting.get(m._seq as number);
-    waiting.delete(m._seq as number);
-    done?.();
-  });
-  const node = helper.getNode(entry) as AnyNode;
+/** Sends a message into a node of the deployed flow; resolves when it reaches the flow's sink. */
+function throughNode(id: string, token = (i: number) => `T${i}`): Drive {
+  const node = red.node(id);
   return (i) =>
     new Promise<void>((resolve) => {
-      waiting.set(i, resolve);
-      node.receive({ _seq: i, payload: { token: `T${i}` } });
+      const n = ++seq;
+      waiting.set(n, resolve);
+      node.receive({ _bench: n, payload: { token: token(i) } });
     });
 }
 
-async function ours(total: number, conc: number): Promise<Sample> {
-  await deploy([{ id: 'p', type: 'charging-progress', service: 'svc', wires: [['sink']] }, { id: 'sink', type: 'helper' }], conc);
-  const drive = nodeDriver('p', 'sink');
-  await drive(-1); // token and first connection, outside the measurement as for (a) and (c)
-  return closedLoop(total, conc, drive);
+/** (a0) axios configured exactly as the client configures it (transport.ts axiosOptions), used as cheaply as axios allows, plus JSON.parse. */
+function a0Client(maxSockets: number): { drive: Drive; query(token: string): Promise<unknown>; close(): void } {
+  const httpAgent = new http.Agent(agentOptions(maxSockets));
+  const httpsAgent = new https.Agent(agentOptions(maxSockets));
+  const ax: AxiosInstance = axios.create(axiosOptions({ httpAgent, httpsAgent }, DEFAULT_MAX_BODY_BYTES));
+  const headers = { Authorization: 'Bearer bench-token-value', Accept: 'application/json' };
+  const url = `${base}/poi/v1/charging-sessions`;
+  const query = async (token: string) => JSON.parse((await ax.request<string>({ method: 'GET', url: `${url}?token=${encodeURIComponent(token)}`, headers })).data) as unknown;
+  return {
+    query,
+    drive: async (i) => {
+      await query(`T${i}`);
+    },
+    close: () => {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
 }
 
-async function coreHttp(total: number, conc: number): Promise<Sample> {
-  await deploy(
-    [
-      {
-        id: 'fn',
-        type: 'function',
-        name: 'add token',
-        func: "msg.url = global.get('benchUrl') + '?token=' + encodeURIComponent(msg.payload.token);\nmsg.headers = { Authorization: 'Bearer ' + global.get('benchToken'), Accept: 'application/json' };\nreturn msg;",
-        outputs: 1,
-        libs: [],
-        wires: [['req']],
-      },
-      { id: 'req', type: 'http request', method: 'GET', ret: 'obj', paytoqs: 'ignore', url: '', persist: true, tls: '', proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], wires: [['sink']] },
-      { id: 'sink', type: 'helper' },
-    ],
-    conc,
-  );
-  const g = (helper.getNode('fn') as unknown as { context(): { global: { set(k: string, v: unknown): void } } }).context().global;
-  // The best case for the hand-made flow: a token fetched once beforehand, never renewed.
-  const tok = await axios.post(`${base}/auth/v1/token`, 'grant_type=client_credentials', { proxy: false, headers: { Authorization: `Basic ${Buffer.from('bench:bench-secret').toString('base64')}` } });
-  g.set('benchToken', tok.data.access_token);
-  g.set('benchUrl', `${base}/poi/v1/charging-sessions`);
-  const drive = nodeDriver('fn', 'sink');
-  await drive(-1);
-  return closedLoop(total, conc, drive);
+/** axios with its defaults and a keep-alive agent (follow-redirects, JSON parsing, params): what many users write. Not the floor. */
+function axiosDefaults(): { drive: Drive; close(): void } {
+  const httpAgent = new http.Agent({ keepAlive: true });
+  const ax = axios.create({ httpAgent, proxy: false });
+  const headers = { Authorization: 'Bearer bench-token-value', Accept: 'application/json' };
+  return {
+    drive: async (i) => {
+      await ax.get(`${base}/poi/v1/charging-sessions`, { params: { token: `T${i}` }, headers });
+    },
+    close: () => httpAgent.destroy(),
+  };
 }
 
-// ------------------------------------------------------------------ scenarios
+const FN_ADD_TOKEN = "msg.url = global.get('benchUrl') + '?token=' + encodeURIComponent(msg.payload.token);\nmsg.headers = { Authorization: 'Bearer ' + global.get('benchToken'), Accept: 'application/json' };\nreturn msg;";
+
+/** Every contender of the throughput section in one flow, so that one deploy serves a concurrency level. */
+function throughputFlow(conc: number): FlowNode[] {
+  const svc = (id: string, extra: Record<string, unknown> = {}) => ({ id, type: 'charging-service', name: `bench ${id.slice(4)}`, baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' }, ...extra });
+  const httpReq = (id: string, persist: boolean) => ({ id, type: 'http request', z: 'tab', method: 'GET', ret: 'obj', paytoqs: 'ignore', url: '', persist, tls: '', proxy: '', insecureHTTPParser: false, authType: '', senderr: false, headers: [], wires: [['sink']] });
+  return [
+    { id: 'tab', type: 'tab', label: 'bench' },
+    svc('svc-default'),
+    svc('svc-raised', { maxInFlight: Math.max(conc, DEFAULT_MAX_IN_FLIGHT) }),
+    { id: 'n', type: 'bench-minimal', z: 'tab', wires: [['sink']] },
+    { id: 'b', type: 'charging-progress', z: 'tab', service: 'svc-default', wires: [['sink']] },
+    { id: 'b-raised', type: 'charging-progress', z: 'tab', service: 'svc-raised', wires: [['sink']] },
+    { id: 'c', type: 'function', z: 'tab', func: FN_ADD_TOKEN, outputs: 1, libs: [], wires: [['c-req']] },
+    httpReq('c-req', true),
+    { id: 'c-nokeep', type: 'function', z: 'tab', func: FN_ADD_TOKEN, outputs: 1, libs: [], wires: [['c-nokeep-req']] },
+    httpReq('c-nokeep-req', false),
+    { id: 'sink', type: 'bench-sink', z: 'tab' },
+  ];
+}
+
 async function throughput(): Promise<string> {
   const rows: string[] = [];
+  const ratioRows: string[] = [];
   for (const conc of [1, 10, 100]) {
-    const a: Sample[] = [];
-    const b: Sample[] = [];
-    const c: Sample[] = [];
+    await red.deploy(throughputFlow(conc));
+    const a0 = a0Client(DEFAULT_MAX_IN_FLIGHT);
+    const inNode = a0Client(DEFAULT_MAX_IN_FLIGHT);
+    (global as unknown as { __benchA0: (t: string) => Promise<unknown> }).__benchA0 = inNode.query;
+    const ad = axiosDefaults();
+    const contenders: Array<[string, Drive]> = [
+      ['(a0) axios as configured', a0.drive],
+      ['(n) the a0 call in a minimal node', throughNode('n')],
+      ['(a) axios defaults', ad.drive],
+      ['(b) our node, defaults', throughNode('b')],
+      [`(b+) our node, Max in flight ${Math.max(conc, DEFAULT_MAX_IN_FLIGHT)}`, throughNode('b-raised')],
+      ['(c) http request + function, keep-alive', throughNode('c')],
+      ['(c-) http request + function, no keep-alive', throughNode('c-nokeep')],
+    ];
+    const samples = new Map<string, Sample[]>(contenders.map(([n]) => [n, []]));
+    const total = MESSAGES[conc];
+    for (const [, drive] of contenders) await closedLoop(Math.max(100, total / 5), conc, drive); // warm-up, each
+    const ratios = { cpuA0: [] as number[], rpsA0: [] as number[], cpuN: [] as number[], nA0: [] as number[], cpuC: [] as number[], rpsC: [] as number[] };
     for (let r = 0; r < ROUNDS; r++) {
-      // Interleaved, so that drift on a shared machine hits all three alike.
-      a.push(await rawAxios(REQUESTS[conc], conc));
-      b.push(await ours(REQUESTS[conc], conc));
-      c.push(await coreHttp(REQUESTS[conc], conc));
+      const order = contenders.slice(r % contenders.length).concat(contenders.slice(0, r % contenders.length));
+      const round = new Map<string, Sample>();
+      for (const [name, drive] of order) round.set(name, await closedLoop(total, conc, drive));
+      for (const [name, s] of round) samples.get(name)?.push(s);
+      const b = round.get('(b) our node, defaults') as Sample;
+      const a = round.get('(a0) axios as configured') as Sample;
+      const c = round.get('(c) http request + function, keep-alive') as Sample;
+      const n = round.get('(n) the a0 call in a minimal node') as Sample;
+      ratios.cpuN.push(b.cpuUs / n.cpuUs);
+      ratios.nA0.push(n.cpuUs / a.cpuUs);
+      ratios.cpuA0.push(b.cpuUs / a.cpuUs);
+      ratios.rpsA0.push(b.rps / a.rps);
+      ratios.cpuC.push(c.cpuUs / b.cpuUs);
+      ratios.rpsC.push(b.rps / c.rps);
     }
-    const m = (xs: Sample[], k: keyof Sample) => median(xs.map((x) => x[k]));
-    const f = (n: number, d = 0) => n.toFixed(d);
-    rows.push(
-      `| ${conc} | ${f(m(a, 'rps'))} | ${f(m(b, 'rps'))} | ${f(m(c, 'rps'))} | ${f(m(b, 'rps') / m(a, 'rps'), 2)} | ${f(m(b, 'rps') / m(c, 'rps'), 2)} | ${f(m(a, 'p50'), 2)} / ${f(m(a, 'p99'), 2)} | ${f(m(b, 'p50'), 2)} / ${f(m(b, 'p99'), 2)} | ${f(m(c, 'p50'), 2)} / ${f(m(c, 'p99'), 2)} |`,
-    );
-    console.log(rows.at(-1));
+    a0.close();
+    inNode.close();
+    ad.close();
+    for (const [name, xs] of samples) {
+      rows.push(`| ${conc} | ${name} | ${median(xs.map((x) => x.rps)).toFixed(0)} | ${median(xs.map((x) => x.cpuUs)).toFixed(0)} | ${median(xs.map((x) => x.p50)).toFixed(2)} / ${median(xs.map((x) => x.p99)).toFixed(2)} |`);
+    }
+    ratioRows.push(`| ${conc} | ${spread(ratios.cpuA0)} | ${spread(ratios.nA0)} | ${spread(ratios.cpuN)} | ${spread(ratios.rpsA0)} | ${spread(ratios.cpuC)} | ${spread(ratios.rpsC)} |`);
+    console.log(ratioRows.at(-1));
   }
   return [
-    '### 1. Progress query: throughput (req/s) and latency (ms), medians of ' + ROUNDS + ' rounds',
+    `### 1. Progress query: throughput, CPU per message, latency (${ROUNDS} rounds)`,
     '',
-    '(a) raw axios with keep-alive, the floor; (b) our `charging-progress` node; (c) core `http request` + a function node setting the Bearer header. (b) and (c) run in the same Node-RED runtime; max in flight = concurrency for (b).',
+    `Messages per run: ${MESSAGES[1]} / ${MESSAGES[10]} / ${MESSAGES[100]} at concurrency 1 / 10 / 100. (a0) is the floor: axios built with the client's own axiosOptions() and keep-alive agents (maxSockets ${DEFAULT_MAX_IN_FLIGHT}), a prebuilt URL, and JSON.parse of the body. (b) is charging-progress at the defaults users get (Max in flight ${DEFAULT_MAX_IN_FLIGHT}); (n) is the same a0 call made inside a minimal custom node that sends the parsed record on: the floor for any Node-RED node, so (n)/(a0) is what Node-RED itself costs. (c) is core http request (return parsed JSON) + a function node setting the Bearer header from a token fetched beforehand (no renewal). (b) and (c) include Node-RED delivering the result to the next node.`,
     '',
-    '| concurrency | (a) req/s | (b) req/s | (c) req/s | (b)/(a) | (b)/(c) | (a) p50 / p99 | (b) p50 / p99 | (c) p50 / p99 |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| concurrency | contender | req/s | CPU µs/msg | p50 / p99 ms |',
+    '|---|---|---|---|---|',
+    ...rows,
+    '',
+    'Ratios within each round, median [min–max]:',
+    '',
+    '| concurrency | CPU per msg (b)/(a0) | CPU (n)/(a0): Node-RED\'s own share | CPU (b)/(n): ours over the minimal node | req/s (b)/(a0) | CPU per msg (c)/(b) | req/s (b)/(c) |',
+    '|---|---|---|---|---|---|---|',
+    ...ratioRows,
+  ].join('\n');
+}
+
+/** 10 000 messages at concurrency 10 with an editor tab connected: status updates queued for it, heap growth. */
+async function statusWithEditor(): Promise<string> {
+  await red.deploy(throughputFlow(10));
+  const editor = await red.editor();
+  const total = QUICK ? 2_000 : 10_000;
+  const rows: string[] = [];
+  const contenders: Array<[string, Drive]> = [
+    ['(b) our node', throughNode('b')],
+    ['(c) http request + function', throughNode('c')],
+  ];
+  for (let r = 0; r < (QUICK ? 1 : 3); r++) {
+    for (const [name, drive] of r % 2 ? [...contenders].reverse() : contenders) {
+      await new Promise((res) => setTimeout(res, 500)); // quiet
+      global.gc?.();
+      const heap0 = process.memoryUsage().heapUsed;
+      const seen0 = editor.statusUpdates();
+      const s = await closedLoop(total, 10, drive);
+      global.gc?.();
+      const heapGrowth = (process.memoryUsage().heapUsed - heap0) / 1048576;
+      const duringLoad = editor.statusUpdates() - seen0;
+      // The backlog: what is still queued for the editor when the load stops, delivered at most 50 per 50 ms.
+      let last = -1;
+      const drainStart = performance.now();
+      while (editor.statusUpdates() !== last && performance.now() - drainStart < 60_000) {
+        last = editor.statusUpdates();
+        await new Promise((res) => setTimeout(res, 300));
+      }
+      const backlog = editor.statusUpdates() - seen0 - duringLoad;
+      rows.push(`| ${name} | ${s.rps.toFixed(0)} | ${duringLoad + backlog} | ${backlog} | ${heapGrowth.toFixed(2)} |`);
+      console.log(rows.at(-1));
+    }
+  }
+  editor.close();
+  return [
+    `### 2. Status updates with an editor connected: ${total} messages at concurrency 10`,
+    '',
+    'A websocket client on /comms subscribed to status/# stands for an open editor tab. Node-RED queues every status update per connection and sends at most 50 per 50 ms; "queued at the end" is what was still on its way when the last message was answered. Heap growth is after GC, from before the run to its end.',
+    '',
+    '| contender | req/s | status updates sent to the editor | queued at the end of the load | heap growth MiB |',
+    '|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+/** Throughput by Max in flight against a service that takes 20 ms, as a real one does. */
+async function maxInFlight(): Promise<string> {
+  await setLatency(20);
+  const limits = [4, 8, 16, 32, 64];
+  const flow: FlowNode[] = [{ id: 'tab', type: 'tab', label: 'limits' }, { id: 'sink', type: 'bench-sink', z: 'tab' }];
+  for (const m of limits) {
+    flow.push({ id: `svc-${m}`, type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, maxInFlight: m, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } });
+    flow.push({ id: `p-${m}`, type: 'charging-progress', z: 'tab', service: `svc-${m}`, wires: [['sink']] });
+  }
+  await red.deploy(flow);
+  const rows: string[] = [];
+  for (const conc of [10, 100]) {
+    const rps = new Map<number, number[]>(limits.map((m) => [m, []]));
+    for (const m of limits) await closedLoop(50, conc, throughNode(`p-${m}`));
+    for (let r = 0; r < (QUICK ? 1 : 3); r++) {
+      for (const m of r % 2 ? [...limits].reverse() : limits) rps.get(m)?.push((await closedLoop(QUICK ? 300 : 1000, conc, throughNode(`p-${m}`))).rps);
+    }
+    rows.push(`| ${conc} | ${limits.map((m) => median(rps.get(m) as number[]).toFixed(0)).join(' | ')} |`);
+    console.log(rows.at(-1));
+  }
+  await setLatency(0);
+  return [
+    '### 3. Max in flight: progress queries per second against a service answering in 20 ms',
+    '',
+    `| concurrency | ${limits.map((m) => `Max in flight ${m}`).join(' | ')} |`,
+    `|---|${limits.map(() => '---').join('|')}|`,
     ...rows,
   ].join('\n');
 }
 
 async function singleFlight(): Promise<string> {
-  const times: number[] = [];
   const tokenCounts: number[] = [];
-  for (let r = 0; r < ROUNDS; r++) {
-    const flow: Array<Record<string, unknown>> = [{ id: 'sink', type: 'helper' }];
-    for (let i = 0; i < 20; i++) flow.push({ id: `p${i}`, type: 'charging-progress', service: 'svc', wires: [['sink']] });
-    await deploy(flow, 8);
-    await reset();
-    let got = 0;
-    let firstAt = 0;
+  const firsts: number[] = [];
+  for (let r = 0; r < (QUICK ? 1 : 3); r++) {
+    const flow: FlowNode[] = [
+      { id: 'tab', type: 'tab', label: 'flight' },
+      { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+      { id: 'sink', type: 'bench-sink', z: 'tab' },
+    ];
+    for (let i = 0; i < 20; i++) flow.push({ id: `p${i}`, type: 'charging-progress', z: 'tab', service: 'svc', wires: [['sink']] });
+    await red.deploy(flow);
+    await resetCounts();
     const t0 = performance.now();
-    const all = new Promise<void>((resolve) =>
-      (helper.getNode('sink') as AnyNode).on('input', () => {
-        if (got++ === 0) firstAt = performance.now();
-        if (got === 1000) resolve();
-      }),
-    );
-    for (let i = 0; i < 1000; i++) (helper.getNode(`p${i % 20}`) as AnyNode).receive({ payload: { token: `T${i}` } });
-    await all;
-    times.push(firstAt - t0);
+    let first = 0;
+    const drives = Array.from({ length: 20 }, (_, i) => throughNode(`p${i}`));
+    await Promise.all(Array.from({ length: 1000 }, (_, i) => drives[i % 20](i).then(() => (first ||= performance.now() - t0))));
+    firsts.push(first);
     tokenCounts.push((await counts()).token);
   }
   return [
-    '### 2. Token single flight: 1000 messages at once across 20 nodes sharing one config',
+    '### 4. Token single flight: 1000 messages at once across 20 nodes sharing one configuration',
     '',
-    '| token requests (each round) | time to first answer, median (ms; token endpoint answers in 20 ms) |',
+    '| token requests (each round) | first answer after (ms, median; the token endpoint takes 20 ms) |',
     '|---|---|',
-    `| ${tokenCounts.join(', ')} | ${median(times).toFixed(1)} |`,
+    `| ${tokenCounts.join(', ')} | ${median(firsts).toFixed(1)} |`,
   ].join('\n');
 }
 
-function openResources(): { timers: number; sockets: number } {
-  const r = process.getActiveResourcesInfo();
-  return { timers: r.filter((x) => x === 'Timeout').length, sockets: r.filter((x) => x === 'TCPSocketWrap').length };
+/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed. */
+function barePolling(n: number): { stop(): void; polls(): number } {
+  const a0 = a0Client(DEFAULT_MAX_IN_FLIGHT);
+  let polls = 0;
+  let cursor = 0;
+  let budget = 0;
+  let last = performance.now();
+  const tick = Math.max(20, WATCH_INTERVAL_MS / n);
+  const timer = setInterval(() => {
+    const now = performance.now();
+    budget += (n * (now - last)) / WATCH_INTERVAL_MS;
+    last = now;
+    for (; budget >= 1; budget--) {
+      const i = cursor++ % n;
+      polls++;
+      a0.drive(i).catch(() => undefined);
+    }
+  }, tick);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      a0.close();
+    },
+    polls: () => polls,
+  };
 }
 
 async function watchScale(): Promise<string> {
   const rows: string[] = [];
-  let idleCpuSec = 0;
-  for (const n of [0, ...WATCH_SIZES]) {
-    await deploy([{ id: 'w', type: 'charging-progress', service: 'svc', mode: 'watch', interval: WATCH_INTERVAL_MS / 1000, wires: [['sink']] }, { id: 'sink', type: 'helper' }], 8);
-    const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
-    if (n > 0) (helper.getNode('w') as AnyNode).receive({ topic: 'watch', payload: tokens });
-    await new Promise((r) => setTimeout(r, 1000)); // settle: token, sockets
+  // Polls are counted over exactly the window in which CPU is measured.
+  const window = async (count: () => number | Promise<number> = () => 0): Promise<{ cpuMs: number; heapMiB: number; loopP99: number; polls: number }> => {
+    await new Promise((r) => setTimeout(r, 1000)); // settle
     global.gc?.();
-    await reset();
     const heap0 = process.memoryUsage().heapUsed;
-    const delay = monitorEventLoopDelay({ resolution: 10 });
-    delay.enable();
+    const polls0 = await count();
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
     const cpu0 = process.cpuUsage();
-    let maxTimers = 0;
-    let maxSockets = 0;
-    const sampler = setInterval(() => {
-      const o = openResources();
-      maxTimers = Math.max(maxTimers, o.timers);
-      maxSockets = Math.max(maxSockets, o.sockets);
-    }, 250);
     await new Promise((r) => setTimeout(r, WATCH_SECONDS * 1000));
-    clearInterval(sampler);
-    delay.disable();
     const cpu = process.cpuUsage(cpu0);
-    const polls = (await counts()).get;
+    const polls = (await count()) - polls0;
+    loop.disable();
     global.gc?.();
-    const heapGrowth = (process.memoryUsage().heapUsed - heap0) / 1048576;
-    const cpuSec = (cpu.user + cpu.system) / 1e6;
-    if (n === 0) {
-      // The runtime's own idle cost over the same time, subtracted below so that CPU per poll is the polls' cost.
-      idleCpuSec = cpuSec;
-      rows.push(`| 0 (idle baseline) | ${polls} | ${(cpuSec * 1000).toFixed(0)} ms in all | ${heapGrowth.toFixed(1)} | ${(delay.percentile(99) / 1e6).toFixed(1)} | ${maxTimers} | ${maxSockets} |`);
-      console.log(rows.at(-1));
-      continue;
-    }
+    return { cpuMs: (cpu.user + cpu.system) / 1000, heapMiB: (process.memoryUsage().heapUsed - heap0) / 1048576, loopP99: loop.percentile(99) / 1e6, polls };
+  };
+  await red.deploy([{ id: 'tab', type: 'tab', label: 'idle' }]);
+  const idle = await window();
+  rows.push(`| idle baseline | — | ${idle.cpuMs.toFixed(0)} ms in all | — | — | ${idle.loopP99.toFixed(1)} |`);
+  for (const n of WATCH_SIZES) {
     const expected = (n * WATCH_SECONDS * 1000) / WATCH_INTERVAL_MS;
+    await red.deploy([
+      { id: 'tab', type: 'tab', label: 'watch' },
+      { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+      { id: 'w', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: WATCH_INTERVAL_MS / 1000, wires: [['sink']] },
+      { id: 'sink', type: 'bench-sink', z: 'tab' },
+    ]);
+    let events = 0;
+    red.onSink(() => events++);
+    const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
+    const t0 = performance.now();
+    red.node('w').receive({ topic: 'watch', payload: tokens });
+    const addMs = performance.now() - t0;
+    const eventMarks: number[] = [];
+    const ours = await window(async () => {
+      eventMarks.push(events);
+      return (await counts()).get;
+    });
+    const oursPolls = ours.polls;
+    const oursEvents = eventMarks[1] - eventMarks[0];
+    await red.deploy([{ id: 'tab', type: 'tab', label: 'idle' }]);
+    red.onSink(sinkRouter);
+    const bare = barePolling(n);
+    const theirs = await window(() => bare.polls());
+    const barePolls = theirs.polls;
+    bare.stop();
+    const ourUs = ((ours.cpuMs - idle.cpuMs) * 1000) / Math.max(1, oursPolls);
+    const bareUs = ((theirs.cpuMs - idle.cpuMs) * 1000) / Math.max(1, barePolls);
     rows.push(
-      `| ${n} | ${polls} (${((polls / expected) * 100).toFixed(0)} % of ${expected}) | ${(((cpuSec - idleCpuSec) / Math.max(1, polls)) * 1e6).toFixed(0)} | ${heapGrowth.toFixed(1)} | ${(delay.percentile(99) / 1e6).toFixed(1)} | ${maxTimers} | ${maxSockets} |`,
+      `| ${n} | ${oursPolls} of ${expected} (${oursEvents} events) / ${barePolls} | ${ourUs.toFixed(0)} / ${bareUs.toFixed(0)} (${(ourUs / bareUs).toFixed(2)}) | ${((ours.heapMiB * 1024) / n).toFixed(2)} KiB | ${addMs.toFixed(0)} | ${ours.loopP99.toFixed(1)} |`,
     );
     console.log(rows.at(-1));
   }
-  await helper.unload();
   return [
-    `### 3. Watching: N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval for ${WATCH_SECONDS} s (runtime process; the server is another process)`,
+    `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval for ${WATCH_SECONDS} s; the meter advances on every poll, so every poll emits an event`,
     '',
-    '| sessions | polls made | CPU µs per poll (idle subtracted) | heap growth (MiB) | event-loop delay p99 (ms) | timers open (whole process, max) | sockets open (max) |',
-    '|---|---|---|---|---|---|---|',
+    'Compared with bare axios (as configured by the client, plus JSON.parse) polling the same tokens on the same schedule from one timer. CPU per poll has the idle runtime subtracted.',
+    '',
+    '| sessions | polls made (ours, of expected) / bare | CPU µs per poll: ours / bare (ratio) | heap per session (ours) | adding N tokens in one message, ms | event-loop delay p99, ms (ours) |',
+    '|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
 
-async function coldStart(): Promise<string> {
-  const times: number[] = [];
-  for (let r = 0; r < 5; r++) {
-    await helper.unload();
-    await reset();
-    const t0 = Date.now();
-    await deploy([{ id: 'w', type: 'charging-progress', service: 'svc', mode: 'watch', watchTokens: 'COLD-1', interval: 10, wires: [['sink']] }, { id: 'sink', type: 'helper' }], 8);
-    for (let k = 0; k < 200; k++) {
-      const c = await counts();
-      if (c.firstGetAt) {
-        times.push(c.firstGetAt - t0);
-        break;
-      }
-      await new Promise((res) => setTimeout(res, 5));
+/** A fresh process each time: require + init + start of Node-RED with one configuration and one progress node, with and without this package. */
+function coldStart(): string {
+  const script = path.join(__dirname, 'coldstart.js');
+  const runs: Record<'with' | 'without', Array<{ ms: number; cpuMs: number; heapMiB: number; proxyAgents: boolean; ourModules: number }>> = { with: [], without: [] };
+  for (let r = 0; r < (QUICK ? 2 : 7); r++) {
+    for (const mode of r % 2 ? (['without', 'with'] as const) : (['with', 'without'] as const)) {
+      const res = spawnSync(process.execPath, ['--expose-gc', script, mode], { encoding: 'utf8', timeout: 60_000 });
+      const line = res.stdout.split('\n').find((l) => l.startsWith('{'));
+      if (!line) throw new Error(`cold start (${mode}) failed:\n${res.stdout}\n${res.stderr}`);
+      runs[mode].push(JSON.parse(line));
     }
   }
-  return ['### 4. Cold start: deploy to the first request at the service (watch mode, token included)', '', `| median of 5 (ms) | all (ms) |`, '|---|---|', `| ${median(times)} | ${times.join(', ')} |`].join('\n');
+  const m = (mode: 'with' | 'without', k: 'ms' | 'cpuMs' | 'heapMiB') => median(runs[mode].map((x) => x[k]));
+  const row = (mode: 'with' | 'without') => `| ${mode} this package | ${m(mode, 'ms').toFixed(0)} | ${m(mode, 'cpuMs').toFixed(0)} | ${m(mode, 'heapMiB').toFixed(1)} |`;
+  return [
+    `### 6. Cold start: a fresh process, require + init + start until the flows run (median of ${runs.with.length})`,
+    '',
+    '| | time to flows started, ms | CPU ms | heap after GC, MiB |',
+    '|---|---|---|---|',
+    row('without'),
+    row('with'),
+    `| added by the package | ${(m('with', 'ms') - m('without', 'ms')).toFixed(0)} | ${(m('with', 'cpuMs') - m('without', 'cpuMs')).toFixed(0)} | ${(m('with', 'heapMiB') - m('without', 'heapMiB')).toFixed(1)} |`,
+    '',
+    `Proxy agents loaded with no proxy configured: ${runs.with.some((x) => x.proxyAgents) ? 'yes' : 'no'}; modules of this package loaded: ${runs.with[0].ourModules}.`,
+  ].join('\n');
+}
+
+function sinkRouter(msg: Record<string, unknown>): void {
+  const n = msg._bench as number;
+  const done = waiting.get(n);
+  if (done) {
+    waiting.delete(n);
+    done();
+  }
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
-  await startServer();
-  helper.init(require.resolve('node-red'));
-  helper.settings({ chargingSession: { minPollIntervalSec: 1 } } as Record<string, unknown>);
-  await new Promise<void>((r) => helper.startServer(() => r()));
-  const sections = [await throughput(), await singleFlight(), await watchScale(), await coldStart()];
-  await helper.unload();
-  await new Promise<void>((r) => helper.stopServer(() => r()));
+  server = fork(path.join(__dirname, 'server.js'));
+  const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
+  base = `http://127.0.0.1:${port}`;
+  red = await EmbeddedNodeRed.start({ chargingSession: { minPollIntervalSec: 1 }, functionGlobalContext: {} });
+  red.onSink(sinkRouter);
+  // The best case for the hand-made flow: a token fetched once beforehand, never renewed.
+  const tok = await axios.post(`${base}/auth/v1/token`, 'grant_type=client_credentials', { proxy: false });
+  await red.deploy([{ id: 'tab', type: 'tab', label: 'setup' }, { id: 'set', type: 'function', z: 'tab', func: `global.set('benchToken', ${JSON.stringify(tok.data.access_token)}); global.set('benchUrl', ${JSON.stringify(`${base}/poi/v1/charging-sessions`)}); return null;`, outputs: 1, libs: [], wires: [[]] }]);
+  red.node('set').receive({});
+  await new Promise((r) => setTimeout(r, 200));
+
+  const sections = [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchScale(), coldStart()];
+  await red.stop();
   server.send({ cmd: 'exit' });
   const date = new Date().toISOString().slice(0, 10);
-  const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
   const md = [
     `# Benchmark results ${date}`,
     '',
-    `Machine: ${os.cpus().length} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
+    `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}, axios ${require('axios/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
     '',
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
-  console.log('\n' + md);
+  console.log(`\n${md}`);
   if (!QUICK) {
-    fs.mkdirSync(path.join(__dirname, '..', '..', 'bench', 'results'), { recursive: true });
-    fs.writeFileSync(path.join(__dirname, '..', '..', 'bench', 'results', `${date}.md`), md);
-    fs.writeFileSync(path.join(__dirname, '..', '..', 'bench', 'results', 'latest.md'), md);
+    const dir = path.join(__dirname, '..', '..', 'bench', 'results');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, `${date}.md`), md);
+    fs.writeFileSync(path.join(dir, 'latest.md'), md);
   }
   process.exit(0);
 }

@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
 import { NodeLifecycle, Outputs } from './common/run-node';
 import { formatEnergy, Status } from './common/status';
-import { evaluateFields, typedFields } from './common/typed-fields';
+import { fieldReader, typedFields } from './common/typed-fields';
 import { WatchConfig, WatchMode } from './common/watch-mode';
 import { resolveFields } from './lib/session/inputs';
 import { deriveSession } from './lib/session/record';
@@ -18,7 +18,7 @@ export = function register(RED: NodeAPI): void {
   function ChargingProgress(this: Node, config: ProgressConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
-    const fields = typedFields(config, ['token'] as const);
+    const readFields = fieldReader(RED, node, typedFields(config, ['token'] as const));
     const split = config.mode === 'watch' && config.splitOutputs === true;
     const toOutputs = (msg: NodeMessage, event = 'started'): Outputs => {
       if (!split) return msg;
@@ -34,7 +34,7 @@ export = function register(RED: NodeAPI): void {
         watch.command(msg.topic, msg.payload);
         return null;
       }
-      const { token } = resolveFields(['token'] as const, await evaluateFields(RED, node, fields, msg), msg.payload);
+      const { token } = resolveFields(['token'] as const, await readFields(msg), msg.payload);
       ctx.status(Status.requesting('querying'));
       const res = await ctx.client.getProgress(token, { signal: ctx.signal });
       if (res.record === null) {

@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { acceptedMessage, sendWhenConfirmed, WaitConfig } from './common/confirm';
 import { NodeLifecycle } from './common/run-node';
 import { formatEnergy, Status } from './common/status';
-import { evaluateFields, typedFields } from './common/typed-fields';
+import { fieldReader, typedFields } from './common/typed-fields';
 import { startCommand } from './lib/session/commands';
 import { resolveFields } from './lib/session/inputs';
 import { deriveSession } from './lib/session/record';
@@ -18,9 +18,9 @@ export = function register(RED: NodeAPI): void {
   function ChargingStart(this: Node, config: StartConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
-    const fields = typedFields(config, FIELDS);
+    const readFields = fieldReader(RED, node, typedFields(config, FIELDS));
     new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
-      const command = startCommand(resolveFields(FIELDS, await evaluateFields(RED, node, fields, msg), msg.payload));
+      const command = startCommand(resolveFields(FIELDS, await readFields(msg), msg.payload));
       ctx.status(Status.requesting('starting'));
       const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
       const out = acceptedMessage(msg, { ...command }, res, 'START', ctx);

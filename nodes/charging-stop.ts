@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { acceptedMessage, sendWhenConfirmed, WaitConfig } from './common/confirm';
 import { NodeLifecycle } from './common/run-node';
 import { Status } from './common/status';
-import { evaluateFields, typedFields } from './common/typed-fields';
+import { fieldReader, typedFields } from './common/typed-fields';
 import { resolveStop } from './lib/session/stop';
 import { ended } from './lib/session/wait';
 
@@ -16,10 +16,10 @@ export = function register(RED: NodeAPI): void {
   function ChargingStop(this: Node, config: StopConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
-    const fields = typedFields(config, FIELDS);
+    const readFields = fieldReader(RED, node, typedFields(config, FIELDS));
     new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
       const lookup = async (token: string) => (await ctx.client.getProgress(token, { signal: ctx.signal })).record;
-      const { command, cdrId } = await resolveStop(await evaluateFields(RED, node, fields, msg), msg.payload, lookup, () => ctx.status(Status.requesting('looking up session')));
+      const { command, cdrId } = await resolveStop(await readFields(msg), msg.payload, lookup, () => ctx.status(Status.requesting('looking up session')));
       ctx.status(Status.requesting('stopping'));
       const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
       // The billing id rides along when the input was a record or the session was looked up: billing needs it after STOP.

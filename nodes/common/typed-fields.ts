@@ -24,6 +24,15 @@ export function typedFields<F extends CommandField>(config: object, names: reado
   return out;
 }
 
+/**
+ * Per message: the node's own field values, evaluated only when some field is
+ * not a literal (the common literal case costs no promise).
+ */
+export function fieldReader(RED: NodeAPI, node: Node, fields: Partial<Record<CommandField, TypedField>>): (msg: NodeMessageInFlow) => NodeFields | Promise<NodeFields> {
+  const literal = literalFields(fields);
+  return literal ? () => literal : (msg) => evaluateFields(RED, node, fields, msg);
+}
+
 function evaluate(RED: NodeAPI, node: Node, field: TypedField, msg: NodeMessageInFlow): Promise<unknown> {
   return new Promise((resolve, reject) => {
     RED.util.evaluateNodeProperty(field.value, field.type, node, msg, (err: Error | null, value: unknown) => {
@@ -31,6 +40,21 @@ function evaluate(RED: NodeAPI, node: Node, field: TypedField, msg: NodeMessageI
       else resolve(value);
     });
   });
+}
+
+/**
+ * The fields' values when every one is a literal string (or empty, for "from
+ * msg.payload"): known once, at deploy, with nothing to evaluate per message.
+ * Null when some field needs evaluating (msg, flow, global, env, jsonata).
+ */
+export function literalFields(fields: Partial<Record<CommandField, TypedField>>): NodeFields | null {
+  const out: NodeFields = {};
+  for (const [name, field] of Object.entries(fields) as Array<[CommandField, TypedField | undefined]>) {
+    if (!field) continue;
+    if ((field.type || 'str') !== 'str') return null;
+    if ((field.value ?? '').trim() !== '') out[name] = field.value;
+  }
+  return out;
 }
 
 /**

@@ -75,7 +75,7 @@ export interface ConnectionReport {
   suggestedAuthMethod?: AuthMethod;
 }
 
-export const DEFAULT_MAX_IN_FLIGHT = 16;
+export const DEFAULT_MAX_IN_FLIGHT = 32;
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long a closing node or configuration lets a request on the wire finish: well inside Node-RED's 15 s. */

@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import axios, { AxiosInstance } from 'axios';
+import axios, { AxiosInstance, CreateAxiosDefaults } from 'axios';
 import { getProxyForUrl } from 'proxy-from-env';
 import type { Exchange } from './deadlines';
 
@@ -88,7 +88,7 @@ export class Transport {
     destinations: string[],
     onProxyPassword: (password: string) => void,
   ) {
-    const keepAlive = { keepAlive: true, maxSockets: options.maxSockets, scheduling: 'lifo' as const };
+    const keepAlive = agentOptions(options.maxSockets);
     let direct: { httpAgent: http.Agent; httpsAgent: https.Agent } | null = null;
     for (const url of destinations) {
       const proxy = options.proxy === false ? '' : (options.proxy ?? getProxyForUrl(url));
@@ -124,31 +124,44 @@ export class Transport {
   }
 
   private instance(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }): AxiosInstance {
-    return axios.create({
-      ...agents,
-      // Proxies come in as agents (above), decided once per destination.
-      proxy: false,
-      // No axios timeout: it only bounds idle time (a server dripping its body one
-      // byte a second never trips it) and costs a timer per request. The client's
-      // DeadlineTimer bounds the whole exchange instead.
-      timeout: 0,
-      // Plain http/https rather than follow-redirects: the service has no reason to
-      // redirect, and a redirect must not carry the bearer token elsewhere.
-      maxRedirects: 0,
-      maxContentLength: this.options.maxBodyBytes,
-      maxBodyLength: 64 * 1024,
-      // Every status and every body is read by the client, so that a non-JSON or
-      // cut-short body becomes a clear error instead of a string where an object was expected.
-      validateStatus: () => true,
-      responseType: 'text',
-      transformResponse: [(data: unknown) => data],
-    });
+    return axios.create(axiosOptions(agents, this.options.maxBodyBytes));
   }
 
   private own<T extends http.Agent>(agent: T): T {
     this.agents.push(agent);
     return agent;
   }
+}
+
+/**
+ * How the client configures axios, in one place: the benchmark builds its floor
+ * (a0) from this same function, so that the floor is configured exactly as we are.
+ */
+export function axiosOptions(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, maxBodyBytes: number): CreateAxiosDefaults {
+  return {
+    ...agents,
+    // Proxies come in as agents (above), decided once per destination.
+    proxy: false,
+    // No axios timeout: it only bounds idle time (a server dripping its body one
+    // byte a second never trips it) and costs a timer per request. The client's
+    // DeadlineTimer bounds the whole exchange instead.
+    timeout: 0,
+    // Plain http/https rather than follow-redirects: the service has no reason to
+    // redirect, and a redirect must not carry the bearer token elsewhere.
+    maxRedirects: 0,
+    maxContentLength: maxBodyBytes,
+    maxBodyLength: 64 * 1024,
+    // Every status and every body is read by the client, so that a non-JSON or
+    // cut-short body becomes a clear error instead of a string where an object was expected.
+    validateStatus: () => true,
+    responseType: 'text',
+    transformResponse: [(data: unknown) => data],
+  };
+}
+
+/** The keep-alive agent options for `maxSockets` sockets per destination, as the client uses them. */
+export function agentOptions(maxSockets: number): http.AgentOptions {
+  return { keepAlive: true, maxSockets, scheduling: 'lifo' };
 }
 
 /** The axios instance for one destination, with its agents. */
