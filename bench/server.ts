@@ -14,7 +14,9 @@ let meter = 12_000;
 let latencyMs = 0;
 
 function record(token: string): string {
-  meter += 7; // 7 Wh per query: every poll sees the meter move
+  // 7 Wh per query, so every poll sees the meter move; wraps within a plausible
+  // session (< 100 kWh) so that no contender logs a range warning.
+  meter = meter >= 100_000 ? 12_007 : meter + 7;
   return JSON.stringify({
     eventType: 'Updated',
     timestamp: '2026-11-22T12:30:00',

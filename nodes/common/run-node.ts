@@ -95,10 +95,15 @@ export class NodeLifecycle {
     this.safely(() => (msg ? this.node.error(error, msg) : this.node.error(error)), error);
   }
 
-  /** Warns when the text for `key` differs from the last one shown: once per streak, not once per message. */
+  /**
+   * Warns when the warning for `key` changes: once per streak, not once per
+   * message. Numbers do not count as a change: a meter running past the
+   * plausible limit warns once, not on every poll with its new reading.
+   */
   warnOnce(key: string, text: string): void {
-    if (this.warned.get(key) === text) return;
-    this.warned.set(key, text);
+    const shape = text.replace(/\d+(\.\d+)?/g, '#');
+    if (this.warned.get(key) === shape) return;
+    this.warned.set(key, shape);
     this.node.warn(text);
   }
 
