@@ -11,6 +11,14 @@ interface ServiceConfig extends NodeDef, ServiceSettings {
   timestampZone?: TimestampZone;
 }
 
+function hostOf(baseUrl: unknown): string | undefined {
+  try {
+    return new URL(String(baseUrl)).host;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The configuration node: owns the one ServiceClient (token cache, sockets,
  * limits) that every node using it shares, as the mqtt broker node owns its
@@ -20,6 +28,8 @@ export = function register(RED: NodeAPI): void {
   function ChargingService(this: ChargingServiceNode & { credentials: Credentials; authUrl: string }, config: ServiceConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
+    // Log lines read [charging-service:<name>]: without a name, say which service rather than an id.
+    if (!config.name) node.name = hostOf(config.baseUrl);
     // Test connection compares against it: the stored secret only goes to the deployed token URL.
     node.authUrl = String(config.authUrl ?? '').trim();
     const deriveOptions: DeriveOptions = {

@@ -1,16 +1,20 @@
 /**
  * `npm start`: the bundled simulator plus Node-RED on http://127.0.0.1:1880 with
- * these nodes installed and the demo flow deployed, credentials included.
- * Everything Node-RED writes lives in .node-red-data/ (git-ignored).
+ * these nodes installed and the demo flow deployed. Node-RED gets the simulator's
+ * address and credentials as environment variables (CHARGING_BASE_URL, …), which
+ * the demo's and the examples' configurations read: nothing to type, nothing
+ * secret in the flow files. Everything Node-RED writes lives in .node-red-data/.
  *
- *   npm start                 keep your edits to the demo flow between runs
- *   npm start -- --reset      write the demo flow afresh
+ *   npm start                                  keep your edits to the demo flow between runs
+ *   npm start -- --reset                       write the demo flow afresh
+ *   npm start -- --fault get:status:503:3      any charging-simulator option (faults, --auth-method, …)
  *   PORT=1881 SIM_PORT=18081 npm start
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import { ChargingServiceSimulator } from '../simulator/simulator';
+import { HELP as SIMULATOR_HELP, parseArgs } from '../simulator/cli';
 
 const root = path.resolve(__dirname, '..', '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string };
@@ -19,21 +23,34 @@ const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor 
 async function main(): Promise<void> {
   const dataDir = path.join(root, '.node-red-data');
   const uiPort = Number(process.env.PORT ?? 1880);
+  const args = process.argv.slice(2);
+  const reset = args.includes('--reset');
+  let parsed;
+  try {
+    parsed = parseArgs(args.filter((a) => a !== '--reset'));
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [simulator options]\n${SIMULATOR_HELP}`);
+    process.exit(2);
+  }
   const simPort = Number(process.env.SIM_PORT ?? 18080);
-  const reset = process.argv.includes('--reset');
-  const sim = new ChargingServiceSimulator({ port: simPort, startDelayMs: 2000, stopDelayMs: 2000 });
+  const sim = new ChargingServiceSimulator({ startDelayMs: 2000, stopDelayMs: 2000, ...parsed.options, port: simPort });
   try {
     await sim.start();
   } catch (err) {
     console.error(`Could not start the simulator on 127.0.0.1:${simPort} (${(err as Error).message}). Is another npm start running? Set SIM_PORT to use another port.`);
     process.exit(1);
   }
-  prepareUserDir(dataDir, uiPort, sim, reset ? 'reset' : 'keep');
+  for (const f of parsed.faults) sim.inject(f);
+  prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
 
-  console.log(`Simulator: ${sim.baseUrl} (client ${sim.options.clientId} / ${sim.options.clientSecret})`);
-  console.log(`Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/)`);
+  const o = sim.options;
+  console.log(`Simulator: base URL  ${sim.baseUrl}
+           token URL ${sim.authUrl}
+           client    ${o.clientId} / ${o.clientSecret} (${o.authMethod})${parsed.faults.length ? `\n           faults    ${parsed.faults.length} armed` : ''}
+           faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
+Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit');
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, simulatorEnv(sim));
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -44,18 +61,52 @@ async function main(): Promise<void> {
   });
 }
 
+/** The environment the demo and the examples read their configuration from (see README, "Configuration from the environment"). */
+export function simulatorEnv(sim: ChargingServiceSimulator): Record<string, string> {
+  return {
+    CHARGING_BASE_URL: sim.baseUrl,
+    CHARGING_AUTH_URL: sim.authUrl,
+    CHARGING_CLIENT_ID: sim.options.clientId,
+    CHARGING_CLIENT_SECRET: sim.options.clientSecret,
+  };
+}
+
 /** Node-RED (this repo's, or the red.js given) on the given user dir, with this process's Node. */
-export function spawnNodeRed(dataDir: string, uiPort: number, stdio: 'inherit' | 'pipe' = 'pipe', redJs = require.resolve('node-red/red.js', { paths: [root] })): ChildProcess {
-  return spawn(process.execPath, [redJs, '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio });
+export function spawnNodeRed(
+  dataDir: string,
+  uiPort: number,
+  stdio: 'inherit' | 'pipe' = 'pipe',
+  redJs = require.resolve('node-red/red.js', { paths: [root] }),
+  env: Record<string, string> = {},
+): ChildProcess {
+  return spawn(process.execPath, [redJs, '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio, env: { ...process.env, ...env } });
+}
+
+/**
+ * The demo: examples 01 and 05 as npm start deploys them, every id prefixed with
+ * "demo-" so that importing the same examples from the library next to it asks
+ * no "nodes already exist" question, and their own RFID tokens and locations
+ * (E01-RFID-1 becomes DEMO-RFID-1, E05-… MON-…) so that an imported copy does
+ * not compete with the demo for the same connector.
+ */
+export function demoFlow(): Array<Record<string, unknown>> {
+  const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-')) as Array<Record<string, unknown>>);
+  const ids = new Set(flow.map((n) => n.id as string));
+  const rename = (v: unknown): unknown => {
+    if (typeof v === 'string') return ids.has(v) ? `demo-${v}` : v;
+    if (Array.isArray(v)) return v.map(rename);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, k === 'info' || k === 'name' ? x : rename(x)]));
+    return v;
+  };
+  return flow.map((n) => rename(n) as Record<string, unknown>);
 }
 
 /**
  * A Node-RED user dir with this package linked in, demo settings, and the demo
- * flows with the simulator's credentials ('reset'), the user's flows kept
- * ('keep'), or no flows at all ('empty', for the editor test).
+ * flows written afresh ('reset'), the user's flows kept ('keep'), or no flows at
+ * all ('empty', for the editor test).
  */
-export function prepareUserDir(dataDir: string, uiPort: number, sim: ChargingServiceSimulator, flows: 'reset' | 'keep' | 'empty'): void {
-  const reset = flows === 'reset';
+export function prepareUserDir(dataDir: string, uiPort: number, flows: 'reset' | 'keep' | 'empty'): void {
   fs.mkdirSync(path.join(dataDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });
   // Install this package into the user dir the way `npm install <path>` would: a link.
   const link = path.join(dataDir, 'node_modules', ...pkg.name.split('/'));
@@ -66,11 +117,9 @@ export function prepareUserDir(dataDir: string, uiPort: number, sim: ChargingSer
   );
   fs.writeFileSync(
     path.join(dataDir, 'settings.js'),
-    `// Written by npm start. Demo settings: credentials are stored unencrypted in flows_cred.json
-// so that the demo works with nothing to type; do not use these settings in production.
+    `// Written by npm start: demo settings for this machine only (no admin login, editor on 127.0.0.1).
 module.exports = {
     flowFile: 'flows.json',
-    credentialSecret: false,
     uiHost: '127.0.0.1',
     uiPort: ${uiPort},
     flowFilePretty: true,
@@ -85,32 +134,8 @@ module.exports = {
   const flowFile = path.join(dataDir, 'flows.json');
   if (flows === 'empty') {
     fs.writeFileSync(flowFile, '[]');
-    fs.rmSync(path.join(dataDir, 'flows_cred.json'), { force: true });
-  } else if (reset || !fs.existsSync(flowFile)) {
-    const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Array<Record<string, unknown>>);
-    const credentials: Record<string, unknown> = {};
-    for (const n of flow) {
-      if (n.type === 'charging-service') {
-        n.baseUrl = sim.baseUrl;
-        n.authUrl = sim.authUrl;
-        credentials[String(n.id)] = { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret };
-      }
-    }
-    fs.writeFileSync(flowFile, JSON.stringify(flow, null, 2));
-    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify(credentials, null, 2));
-  } else {
-    // Keep the user's flow, but point configurations that use a simulator on this
-    // machine at this run's simulator (SIM_PORT may differ from the last run).
-    const flow = JSON.parse(fs.readFileSync(flowFile, 'utf8')) as Array<Record<string, unknown>>;
-    let changed = false;
-    for (const n of flow) {
-      if (n.type === 'charging-service' && typeof n.baseUrl === 'string' && /^http:\/\/127\.0\.0\.1:\d+\/?$/.test(n.baseUrl) && n.baseUrl !== sim.baseUrl) {
-        n.baseUrl = sim.baseUrl;
-        n.authUrl = sim.authUrl;
-        changed = true;
-      }
-    }
-    if (changed) fs.writeFileSync(flowFile, JSON.stringify(flow, null, 2));
+  } else if (flows === 'reset' || !fs.existsSync(flowFile)) {
+    fs.writeFileSync(flowFile, JSON.stringify(demoFlow(), null, 2));
   }
 }
 

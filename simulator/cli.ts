@@ -5,7 +5,7 @@
  */
 import { ChargingServiceSimulator, FaultKind, FaultRule, FaultTarget, SimulatorOptions } from './simulator';
 
-const HELP = `Usage: charging-simulator [options]
+export const HELP = `Usage: charging-simulator [options]
   --port N              port to listen on (default 18080; 0 picks a free one)
   --host H              address to bind (default 127.0.0.1)
   --client-id ID        client ID to accept (default demo-client)
@@ -94,7 +94,16 @@ async function main(): Promise<void> {
     return;
   }
   const sim = new ChargingServiceSimulator(parsed.options);
-  await sim.start();
+  try {
+    await sim.start();
+  } catch (err) {
+    const inUse = (err as NodeJS.ErrnoException).code === 'EADDRINUSE';
+    console.error(
+      `Could not listen on ${parsed.options.host ?? '127.0.0.1'}:${parsed.options.port} (${(err as Error).message}).` +
+        (inUse ? ' Is npm start running? Its simulator already uses this port: inject faults into it with npm start -- --fault …, or POST /__sim/faults; or pick another --port.' : ''),
+    );
+    process.exit(1);
+  }
   for (const f of parsed.faults) sim.inject(f);
   const o = sim.options;
   console.log(`Charging service simulator listening on ${sim.url}

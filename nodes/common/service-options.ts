@@ -9,7 +9,7 @@ import type { ServiceClientOptions } from '../lib/client/service-client';
 import { DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
 import { isAuthMethod } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
-import { checkEndpointUrl, positiveNumber } from '../lib/settings';
+import { checkEndpointUrl, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
   baseUrl?: unknown;
@@ -33,13 +33,33 @@ interface TlsConfigNode extends Node {
   addTLSOptions(opts: Record<string, unknown>): void;
 }
 
-/** Client options, and warnings to log (plain http allowed to a remote host); throws a CONFIG error saying what to fix. */
-export function clientOptions(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials): { options: ServiceClientOptions; warnings: string[] } {
+/** Where credentials left empty in the dialog are read from: set by whoever runs Node-RED (and by npm start). */
+export const ENV_CLIENT_ID = 'CHARGING_CLIENT_ID';
+export const ENV_CLIENT_SECRET = 'CHARGING_CLIENT_SECRET';
+
+/**
+ * The credentials to use: those typed in the dialog, or, for a field left empty,
+ * the process's environment. Lets one flow file run unchanged against the
+ * simulator and production, with the secret kept out of flows_cred.json.
+ */
+export function effectiveCredentials(credentials: Credentials, env: NodeJS.ProcessEnv = process.env): Credentials {
+  const clientId = credentials.clientId || env[ENV_CLIENT_ID] || undefined;
+  const clientSecret = credentials.clientSecret || env[ENV_CLIENT_SECRET] || undefined;
+  return { clientId, clientSecret };
+}
+
+/**
+ * Client options, and warnings to log (plain http allowed to a remote host);
+ * throws a CONFIG error saying what to fix. URLs may be `${NAME}` (see
+ * resolveEnvReference); empty credentials come from the environment.
+ */
+export function clientOptions(RED: NodeAPI, settings: ServiceSettings, typed: Credentials, env: NodeJS.ProcessEnv = process.env): { options: ServiceClientOptions; warnings: string[] } {
   const allowHttp = settings.allowInsecureHttp === true;
-  const base = checkEndpointUrl('Base URL', settings.baseUrl, allowHttp);
-  const auth = checkEndpointUrl('Token URL', settings.authUrl, allowHttp);
-  if (!credentials.clientId) throw new ChargingError('CONFIG', 'The client ID is not set in the charging-service configuration');
-  if (!credentials.clientSecret) throw new ChargingError('CONFIG', 'The client secret is not set in the charging-service configuration');
+  const base = checkEndpointUrl('Base URL', resolveEnvReference('Base URL', settings.baseUrl, env), allowHttp);
+  const auth = checkEndpointUrl('Token URL', resolveEnvReference('Token URL', settings.authUrl, env), allowHttp);
+  const credentials = effectiveCredentials(typed, env);
+  if (!credentials.clientId) throw new ChargingError('CONFIG', `The client ID is not set in the charging-service configuration (nor ${ENV_CLIENT_ID} in Node-RED's environment)`);
+  if (!credentials.clientSecret) throw new ChargingError('CONFIG', `The client secret is not set in the charging-service configuration (nor ${ENV_CLIENT_SECRET} in Node-RED's environment)`);
   if (settings.authMethod !== undefined && settings.authMethod !== '' && !isAuthMethod(settings.authMethod)) {
     throw new ChargingError('CONFIG', `Authentication "${String(settings.authMethod)}" is not one of basic, basic-form-encoded, client_secret_post`);
   }

@@ -7,7 +7,8 @@
 import type { Node, NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
 import type { ConnectionReport } from '../lib/client/service-client';
-import { clientOptions, Credentials, ServiceSettings } from './service-options';
+import { envReference } from '../lib/settings';
+import { clientOptions, Credentials, effectiveCredentials, ServiceSettings } from './service-options';
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
 
@@ -33,16 +34,23 @@ export function registerTestRoute(RED: NodeAPI): void {
     const stored = (id ? RED.nodes.getCredentials(id) : undefined) as Credentials | undefined;
     // The editor sends "__PWRD__" for a password the user has not retyped.
     const typed = typeof body.clientSecret === 'string' && body.clientSecret !== '' && body.clientSecret !== '__PWRD__';
-    // The stored secret only ever goes to the token URL it was deployed with: otherwise the
-    // test would let an editor user send a secret they cannot read to a host of their choosing.
-    const deployed = id ? (RED.nodes.getNode(id) as (Node & { authUrl?: string }) | null) : null;
-    if (!typed && stored?.clientSecret && (!deployed || deployed.authUrl !== String(body.authUrl ?? '').trim())) {
-      const error = 'Retype the client secret to test this token URL: the stored secret is only sent to the deployed token URL';
+    const clientSecret = typed ? (body.clientSecret as string) : stored?.clientSecret;
+    const clientId = typeof body.clientId === 'string' && body.clientId !== '' ? body.clientId : stored?.clientId;
+    // A secret the user did not type (stored, or from the environment) only ever goes to the
+    // token URL it was deployed with, or to one the environment names: otherwise the test would
+    // let an editor user send a secret they cannot read to a host of their choosing.
+    if (!typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedTokenUrl(RED, id, body.authUrl)) {
+      const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
       res.json({ ok: false, error, message: error });
       return;
     }
-    const clientSecret = typed ? (body.clientSecret as string) : stored?.clientSecret;
-    const clientId = typeof body.clientId === 'string' && body.clientId !== '' ? body.clientId : stored?.clientId;
     void test(RED, body, { clientId, clientSecret }).then((answer) => res.json(answer));
   });
+}
+
+/** The deployed configuration's token URL, or `${NAME}` (the process's environment, which editor users cannot set). */
+function trustedTokenUrl(RED: NodeAPI, id: string, authUrl: unknown): boolean {
+  if (envReference(authUrl) !== undefined) return true;
+  const deployed = id ? (RED.nodes.getNode(id) as (Node & { authUrl?: string }) | null) : null;
+  return !!deployed && deployed.authUrl === String(authUrl ?? '').trim();
 }

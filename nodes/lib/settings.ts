@@ -32,6 +32,30 @@ export function checkEndpointUrl(label: string, raw: unknown, allowInsecureHttp:
   return { url: value, warning: `${label} uses plain http to ${url.host}: credentials and tokens travel unencrypted` };
 }
 
+/** `${NAME}`: the whole value names an environment variable, as Node-RED reads it. */
+const ENV_REFERENCE = /^\$\{(\S+)\}$/;
+
+/** The variable a value refers to (`${CHARGING_BASE_URL}` gives CHARGING_BASE_URL), or undefined. */
+export function envReference(raw: unknown): string | undefined {
+  return typeof raw === 'string' ? ENV_REFERENCE.exec(raw.trim())?.[1] : undefined;
+}
+
+/**
+ * A configuration value that may be `${NAME}`. Node-RED replaces such values
+ * when it deploys a node, from the flow's and the process's environment; one
+ * still here is a variable that is not set (at run time), or a value the dialog
+ * sent as typed (Test connection), which is looked up in `env`.
+ */
+export function resolveEnvReference(label: string, raw: unknown, env: NodeJS.ProcessEnv): unknown {
+  const name = envReference(raw);
+  if (name === undefined) return raw;
+  const value = env[name];
+  if (value === undefined || value === '') {
+    throw new ChargingError('CONFIG', `${label} is \${${name}}, but the environment variable ${name} is not set for Node-RED`);
+  }
+  return value;
+}
+
 export function isLoopback(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return h === 'localhost' || h.endsWith('.localhost') || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);

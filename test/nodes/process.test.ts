@@ -31,7 +31,7 @@ describe('a real Node-RED process under hostile payloads', function () {
 
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-process-'));
     const port = await freePort();
-    prepareUserDir(dataDir, port, sim, 'empty');
+    prepareUserDir(dataDir, port, 'empty');
     const debug = (id: string, x: number, y: number) => ({ id, type: 'debug', z: 'tab', active: true, tosidebar: false, console: true, complete: 'true', targetType: 'full', x, y, wires: [] });
     const flow = [
       { id: 'tab', type: 'tab', label: 'hostile' },

@@ -138,4 +138,76 @@ describe('charging-service configuration', () => {
     assert.match((caught.error as { message: string }).message, /No charging-service configuration is selected/);
     assertNoSecret(loggedText(), [CLIENT_SECRET], 'the log');
   });
+
+  describe('configuration from the environment (as npm start and production setups use it)', () => {
+    const envBefore = { ...process.env };
+    const ENV_SVC = { name: '', baseUrl: '${CHARGING_BASE_URL}', authUrl: '${CHARGING_AUTH_URL}' };
+    beforeEach(() => {
+      Object.assign(process.env, { CHARGING_BASE_URL: rt.sim.baseUrl, CHARGING_AUTH_URL: rt.sim.authUrl, CHARGING_CLIENT_ID: CLIENT_ID, CHARGING_CLIENT_SECRET: CLIENT_SECRET });
+    });
+    afterEach(() => {
+      process.env = { ...envBefore };
+    });
+
+    it('URLs as ${NAME} and empty credentials: the values come from the environment, and the query works', async () => {
+      await load(rt.sim, [PROGRESS, ...SINKS, CATCH], ENV_SVC, {});
+      send('progress', { payload: { token: 'NOBODY' } });
+      const out = await Sink.of('out').next();
+      assert.equal(out.payload, null);
+      assert.equal(rt.sim.counters.tokensIssued, 1);
+      assert.equal(Sink.of('caught').messages.length, 0);
+    });
+
+    it('credentials typed in the dialog win over the environment', async () => {
+      process.env.CHARGING_CLIENT_SECRET = 'not-the-secret';
+      await load(rt.sim, [PROGRESS, ...SINKS, CATCH], ENV_SVC, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } });
+      send('progress', { payload: { token: 'NOBODY' } });
+      assert.equal((await Sink.of('out').next()).payload, null);
+    });
+
+    it('a variable that is not set is a CONFIG error that names it, and nothing is sent', async () => {
+      delete process.env.CHARGING_AUTH_URL;
+      await load(rt.sim, [PROGRESS, ...SINKS, CATCH], ENV_SVC, {});
+      send('progress', { payload: { token: 'T' } });
+      const caught = await Sink.of('caught').next();
+      assert.equal((caught.error as { code: string }).code, 'CONFIG');
+      assert.equal((caught.error as { message: string }).message, 'Token URL is ${CHARGING_AUTH_URL}, but the environment variable CHARGING_AUTH_URL is not set for Node-RED');
+      assert.equal(rt.sim.requests.length, 0);
+    });
+
+    it('no secret typed and none in the environment: the error names both places', async () => {
+      delete process.env.CHARGING_CLIENT_SECRET;
+      await load(rt.sim, [PROGRESS, ...SINKS, CATCH], ENV_SVC, {});
+      send('progress', { payload: { token: 'T' } });
+      const caught = await Sink.of('caught').next();
+      assert.match((caught.error as { message: string }).message, /client secret is not set in the charging-service configuration \(nor CHARGING_CLIENT_SECRET in Node-RED's environment\)/);
+    });
+
+    it('log lines of an unnamed configuration say which service (its host), not an id', async () => {
+      delete process.env.CHARGING_CLIENT_SECRET;
+      await load(rt.sim, [PROGRESS, ...SINKS, CATCH], ENV_SVC, {});
+      const logged = helper.log().args.map((a) => a[0] as { type?: string; name?: string; level?: number }).find((e) => e.type === 'charging-service' && e.level === 20);
+      assert.equal(logged?.name, new URL(rt.sim.baseUrl).host);
+    });
+
+    it('Test connection resolves ${NAME} URLs and uses the environment\'s secret for them', async () => {
+      await load(rt.sim, [PROGRESS, ...SINKS], ENV_SVC, {});
+      const res = await helper.request().post('/charging-service/test').send({ id: 'svc', ...ENV_SVC, clientId: '', clientSecret: '' }).expect(200);
+      assert.equal(res.body.ok, true, res.text);
+      assert.ok(!res.text.includes(CLIENT_SECRET));
+    });
+
+    it('Test connection never sends the environment\'s secret to a token URL typed in the dialog', async () => {
+      await load(rt.sim, [PROGRESS, ...SINKS], ENV_SVC, {});
+      const elsewhere = await startSimulator();
+      try {
+        const res = await helper.request().post('/charging-service/test').send({ id: 'svc', baseUrl: elsewhere.baseUrl, authUrl: elsewhere.authUrl, clientId: '', clientSecret: '' }).expect(200);
+        assert.equal(res.body.ok, false);
+        assert.match(res.body.error, /Retype the client secret/);
+        assert.equal(elsewhere.requests.length, 0, 'nothing reached the other host');
+      } finally {
+        await elsewhere.stop();
+      }
+    });
+  });
 });
