@@ -1,79 +1,23 @@
 /**
  * The editor in a real browser: Debian's Chromium driven by playwright-core,
- * against a real Node-RED (started the way `npm start` starts it) with our nodes
- * and the simulator. Screenshots go to screenshots/ (git-ignored).
- *
- * Without Chromium the suite is skipped, unless CHARGING_REQUIRE_BROWSER is set
- * (.ci/run sets it and installs Chromium). It runs on both passes (Node-RED 4 and 5).
+ * against a real Node-RED started the way `npm start` starts it, with our nodes
+ * and the simulator; on both passes (Node-RED 4 and 5). See browser-session.ts.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { chromium, BrowserContext, Page } from 'playwright-core';
-import { ChargingServiceSimulator } from '../../simulator/simulator';
-import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { CLIENT_ID, CLIENT_SECRET, startSimulator, delay, freePort, NODE_RED } from '../harness';
-
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => fs.existsSync(p));
-const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots', process.env.CHARGING_NODE_RED ? 'node-red-5' : 'node-red-4');
+import type { Page } from 'playwright-core';
+import type { ChargingServiceSimulator } from '../../simulator/simulator';
+import { CLIENT_ID, CLIENT_SECRET, delay } from '../harness';
+import { browserSession } from './browser-session';
 
 describe('editor in a real browser (Chromium + playwright-core)', function () {
   this.timeout(120_000);
-  let sim: ChargingServiceSimulator;
-  let red: ChildProcess | null = null;
-  let context: BrowserContext | null = null;
+  const session = browserSession('empty', { startDelayMs: 300 });
   let page: Page;
-  let base = '';
-  let redLog = '';
-  const dirs: string[] = [];
-
-  before(async function () {
-    if (!CHROMIUM) {
-      if (process.env.CHARGING_REQUIRE_BROWSER) throw new Error('Chromium is required (CHARGING_REQUIRE_BROWSER) but /usr/bin/chromium is missing');
-      this.skip();
-    }
-    fs.mkdirSync(SHOTS, { recursive: true });
-    sim = await startSimulator({ startDelayMs: 300 });
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-editor-'));
-    const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-chromium-'));
-    dirs.push(dataDir, profile);
-    const port = await freePort();
-    prepareUserDir(dataDir, port, sim, 'empty');
-    // The Node-RED under test (4.x, or 5.x on the second pass), run with this process's Node.
-    red = spawnNodeRed(dataDir, port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
-    red.stdout?.on('data', (d: Buffer) => (redLog += d.toString()));
-    red.stderr?.on('data', (d: Buffer) => (redLog += d.toString()));
-    base = `http://127.0.0.1:${port}/`;
-    for (let i = 0; i < 200 && !/Started flows/.test(redLog); i++) await delay(100);
-    assert.match(redLog, /Started flows/, `Node-RED did not start:\n${redLog}`);
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1400, height: 900 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    await page.goto(base);
-    await page.waitForSelector('#red-ui-palette-container', { timeout: 60_000 });
+  let sim: ChargingServiceSimulator;
+  before(() => {
+    ({ page, sim } = session);
   });
-
-  after(async () => {
-    await context?.close();
-    if (red) {
-      red.kill('SIGINT');
-      await new Promise((r) => red?.once('exit', r));
-    }
-    await sim?.stop();
-    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-  });
-
-  const shot = async (name: string) => {
-    // Editor notifications ("Imported", "Deployed") would cover the canvas in the picture.
-    await page.evaluate(() => document.querySelectorAll('.red-ui-notification').forEach((n) => n.remove()));
-    await page.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-  };
+  const shot = (name: string) => session.shot(name);
 
   it('shows our nodes in their own palette category, with icons and labels', async () => {
     for (const type of ['charging-start', 'charging-progress', 'charging-stop']) {
@@ -114,24 +58,43 @@ describe('editor in a real browser (Chromium + playwright-core)', function () {
     // The pencil beside the Service field adds a new configuration node.
     await page.click('#node-input-btn-service-add, #node-input-lookup-service');
     await page.waitForSelector('#node-config-input-baseUrl');
-    // Validation: plain http to a remote host is flagged, with a message a person can act on.
-    const messages = await page.evaluate(() => {
-      const def = (window as unknown as { RED: { nodes: { getType(t: string): { defaults: Record<string, { validate(v: string): unknown }> } } } }).RED.nodes.getType('charging-service');
-      const run = (k: string, v: string) => {
-        try {
-          return def.defaults[k].validate.call({}, v);
-        } catch (e) {
-          return `threw ${(e as Error).message}`;
-        }
-      };
-      return [run('baseUrl', 'http://charging.example.com'), run('authUrl', 'not a url'), run('timeout', '0'), run('baseUrl', 'https://ok.example')];
-    });
-    assert.match(String(messages[0]), /Use https, or tick "Allow insecure http"/);
-    assert.match(String(messages[1]), /Enter a URL starting with https:\/\//);
-    assert.match(String(messages[2]), /Enter a number from 1 to 300/);
-    assert.equal(messages[3], true);
-    await page.fill('#node-config-input-baseUrl', 'http://charging.example.com');
+    // Validation as the user meets it: type into the field, see the red border and, on hover, the reason.
+    const typeAndLook = async (field: string, value: string): Promise<{ marked: boolean; tip: string }> => {
+      const sel = `#node-config-input-${field}`;
+      await page.fill(sel, value); // fires input/keyup/change like typing
+      await page.dispatchEvent(sel, 'change');
+      await delay(150);
+      const marked = await page.$eval(sel, (e) => e.classList.contains('input-error'));
+      await page.hover(sel);
+      await delay(1100); // Node-RED opens the tooltip after 750 ms of hover
+      const tip = await page.evaluate(() => Array.from(document.querySelectorAll('.red-ui-popover')).map((e) => e.textContent ?? '').join(' | '));
+      await page.mouse.move(0, 0);
+      await delay(200);
+      return { marked, tip };
+    };
+    const noScheme = await typeAndLook('baseUrl', '127.0.0.1:18080');
+    assert.equal(noScheme.marked, true, 'a URL without scheme is marked');
+    assert.match(noScheme.tip, /Enter a URL starting with https:\/\//);
+    const remoteHttp = await typeAndLook('authUrl', 'http://example.com/auth');
+    assert.equal(remoteHttp.marked, true, 'plain http to a remote host is marked');
+    assert.match(remoteHttp.tip, /Use https, or tick "Allow insecure http"/);
+    const zero = await typeAndLook('timeout', '0');
+    assert.equal(zero.marked, true, 'Timeout 0 is marked');
+    assert.match(zero.tip, /Enter a number from 1 to 300/);
     await shot('dialog-service-invalid');
+    // Ticking "Allow insecure http" clears the http mark at once; good values clear the others.
+    await page.check('#node-config-input-allowInsecureHttp');
+    await delay(150);
+    assert.equal(await page.$eval('#node-config-input-authUrl', (e) => e.classList.contains('input-error')), false);
+    await page.uncheck('#node-config-input-allowInsecureHttp');
+    assert.equal((await typeAndLook('timeout', '10')).marked, false);
+    assert.equal((await typeAndLook('baseUrl', '${CHARGING_BASE_URL}')).marked, false, 'an environment reference is accepted');
+    // Authentication: a select with the three methods and one line of help each.
+    const methods = await page.$$eval('#node-config-input-authMethod option', (els) => els.map((e) => (e as HTMLOptionElement).value));
+    assert.deepEqual(methods, ['basic', 'basic-form-encoded', 'client_secret_post']);
+    await page.selectOption('#node-config-input-authMethod', 'client_secret_post');
+    assert.match(String(await page.textContent("#node-config-charging-auth-help")), /sent as form fields/);
+    await page.selectOption('#node-config-input-authMethod', 'basic');
     await page.fill('#node-config-input-name', 'simulator');
     await page.fill('#node-config-input-baseUrl', sim.baseUrl);
     await page.fill('#node-config-input-authUrl', sim.authUrl);

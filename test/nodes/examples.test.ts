@@ -11,7 +11,8 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
-import { helper, NODES, startSimulator, until, fromNodeRed, CLIENT_ID, CLIENT_SECRET, Sink, send } from '../harness';
+import { demoFlow, simulatorEnv } from '../../scripts/start';
+import { helper, NODES, startSimulator, until, fromNodeRed, Sink, send, clientFor, statusCalls, attachSinks } from '../harness';
 
 const EXAMPLES = path.join(__dirname, '..', '..', '..', 'examples');
 const CORE_DIR = path.dirname(fromNodeRed('@node-red/nodes/core/common/20-inject.js')).replace(/common$/, '');
@@ -40,27 +41,52 @@ function readExample(file: string): FlowNode[] {
   return JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8')) as FlowNode[];
 }
 
-/** The example as the test runs it: simulator URLs, captures instead of debug/mqtt/http-in nodes. */
-function forTest(flow: FlowNode[], sim: ChargingServiceSimulator): { flow: FlowNode[]; credentials: Record<string, unknown> } {
-  const credentials: Record<string, unknown> = {};
+/**
+ * The example as the test runs it: unchanged, but for capture nodes in place of
+ * debug, mqtt-in and http-in nodes. Its configurations read the simulator from
+ * the environment, exactly as under npm start: nothing is typed in.
+ */
+function forTest(flow: FlowNode[]): FlowNode[] {
   const out: FlowNode[] = [];
   for (const n of flow) {
     if (n.type === 'mqtt-broker' || n.type === 'http response') continue;
-    if (n.type === 'charging-service') {
-      out.push({ ...n, baseUrl: sim.baseUrl, authUrl: sim.authUrl });
-      credentials[n.id] = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET };
-    } else if (n.type === 'debug' || n.type === 'mqtt in' || n.type === 'http in') {
+    if (n.type === 'debug' || n.type === 'mqtt in' || n.type === 'http in') {
       out.push({ id: n.id, type: 'helper', z: n.z, wires: n.type === 'debug' ? [] : [[]] } as FlowNode);
     } else {
       out.push(n);
     }
   }
-  return { flow: out, credentials };
+  return out;
 }
 
 describe('examples/', () => {
   const files = fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'));
   const core = coreTypes();
+
+  it('ids are unique across all examples and the deployed demo: importing any example into npm start asks no conflict question', () => {
+    const seen = new Map<string, string>();
+    for (const [where, flow] of [...files.map((f) => [f, readExample(f)] as const), ['npm start demo', demoFlow() as FlowNode[]] as const]) {
+      for (const n of flow) {
+        assert.equal(seen.get(n.id), undefined, `${where}: id ${n.id} is also in ${seen.get(n.id)}`);
+        seen.set(n.id, where);
+      }
+    }
+  });
+
+  it('every configuration reads the service from the environment, and the comments say what to change for a real service', () => {
+    for (const file of files) {
+      const flow = readExample(file);
+      for (const svc of flow.filter((n) => n.type === 'charging-service')) {
+        assert.equal(svc.baseUrl, '${CHARGING_BASE_URL}', file);
+        assert.equal(svc.authUrl, '${CHARGING_AUTH_URL}', file);
+        assert.equal(svc.name, '', `${file}: named by its host, not "Bundled simulator"`);
+      }
+      const comments = flow.filter((n) => n.type === 'comment').map((n) => String(n.info)).join(' ');
+      assert.match(comments, /To use a real service: .*CHARGING_CLIENT_SECRET/, file);
+      // Node-RED 4 warns on every deploy about a filter node without its topic property.
+      for (const rbe of flow.filter((n) => n.type === 'rbe')) assert.notEqual(rbe.topi, '', `${file}: ${rbe.id} has topi ""`);
+    }
+  });
 
   it('has a flow for every node and at least the real-use flows the README lists', () => {
     assert.ok(files.length >= 9, files.join());
@@ -93,11 +119,12 @@ describe('examples/', () => {
     });
   }
 
-  describe('run against the simulator', () => {
+  describe('run against the simulator, configured from the environment as npm start does', () => {
     let sim: ChargingServiceSimulator;
     let billing: http.Server;
     let billed: unknown[] = [];
     let billingUrl = '';
+    const envBefore = { ...process.env };
 
     before(async () => {
       await new Promise<void>((r) => helper.startServer(() => r()));
@@ -114,12 +141,18 @@ describe('examples/', () => {
       billingUrl = `http://127.0.0.1:${(billing.address() as AddressInfo).port}/billing-demo/cdrs`;
     });
     after(async () => {
+      process.env = envBefore;
       await new Promise<void>((r) => billing.close(() => r()));
       await new Promise<void>((r) => helper.stopServer(() => r()));
     });
+    async function simulator(opts: Parameters<typeof startSimulator>[0] = {}): Promise<void> {
+      await sim?.stop();
+      sim = await startSimulator({ startDelayMs: 100, stopDelayMs: 100, ...opts });
+      Object.assign(process.env, simulatorEnv(sim));
+    }
     beforeEach(async () => {
       billed = [];
-      sim = await startSimulator({ startDelayMs: 100, stopDelayMs: 100 });
+      await simulator();
     });
     afterEach(async () => {
       await helper.unload();
@@ -127,85 +160,107 @@ describe('examples/', () => {
     });
 
     async function run(file: string, tweak: (f: FlowNode[]) => void = () => undefined): Promise<void> {
-      const t = forTest(readExample(file), sim);
-      tweak(t.flow);
-      await helper.load([...NODES, ...CORE_MODULES], t.flow as Parameters<typeof helper.load>[1], t.credentials);
+      const flow = forTest(readExample(file));
+      tweak(flow);
+      // Fast polls for the test: the interval floor is lowered with it.
+      helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
+      for (const n of flow) if (n.type === 'charging-progress' && n.mode === 'watch') n.interval = 0.2;
+      for (const n of flow) if (n.type === 'inject' && n.once) n.onceDelay = 0.1; // they fire by themselves, as after a deploy
+      await helper.load([...NODES, ...CORE_MODULES], flow as Parameters<typeof helper.load>[1], {});
+      attachSinks(flow); // watch mode and once-injects send by themselves: capture from the start
     }
-    const errorsLogged = () => helper.log().args.filter((a) => a[0]?.level === 20 && String(a[0]?.type).startsWith('charging-'));
+    const errorsLogged = () => helper.log().args.filter((a) => a[0]?.level === 20);
+    const redStatuses = () => statusCalls().filter((s) => s.fill === 'red');
 
-    it('01 start, follow and stop: starts, polls and stops once 50 Wh are in', async () => {
-      await sim.stop();
-      sim = await startSimulator({ startDelayMs: 100, stopDelayMs: 100, powerW: 200_000 }); // 50 Wh in under a second
+    it('01 demo: starts once, follows, stops once at 50 Wh, then stays quiet; no error, no red status', async () => {
+      await simulator({ powerW: 200_000 }); // 50 Wh in under a second
       await run('01 Start, follow and stop a session.json');
-      send('i-start', {});
-      await until(() => sim.counters.starts === 1, 'START');
-      send('i-poll', {});
-      await new Promise((r) => setTimeout(r, 1200));
-      send('i-poll', {});
-      await until(() => sim.counters.stops === 1, 'STOP after 50 Wh', 8000);
+      await until(() => Sink.of('e01-d-stop').messages.length === 1, 'stopped', 8000);
+      await until(() => Sink.of('e01-d-event').messages.some((m) => m.event === 'ended'), 'ended event', 8000);
+      assert.equal(sim.counters.starts, 1);
+      assert.equal(sim.counters.stops, 1);
+      assert.equal(Sink.of('e01-d-start').messages.length, 1);
+      // Quiet after the story: several more polls, not one more message.
+      const seen = Sink.of('e01-d-event').messages.length;
+      const polls = sim.counters.progressQueries;
+      await until(() => sim.counters.progressQueries >= polls + 5, 'more polls');
+      assert.equal(Sink.of('e01-d-event').messages.length, seen);
       assert.deepEqual(errorsLogged(), []);
+      assert.deepEqual(redStatuses(), []);
+    });
+
+    it('01 demo deployed again while its session still charges: no second START (no 409), the session is followed and stopped once', async () => {
+      await simulator({ powerW: 200_000 });
+      const client = clientFor(sim, { clientId: sim.options.clientId, clientSecret: sim.options.clientSecret });
+      await client.sendCommand({ action: 'START', locationId: 'E01-LOC', evseId: '1', token: 'E01-RFID-1' });
+      await client.close();
+      await until(() => sim.session('E01-RFID-1') !== undefined, 'session');
+      await run('01 Start, follow and stop a session.json');
+      await until(() => sim.counters.stops === 1, 'STOP', 8000);
+      await until(() => Sink.of('e01-d-event').messages.some((m) => m.event === 'ended'), 'ended event', 8000);
+      assert.equal(sim.counters.starts, 1, 'only the START made before the deploy');
+      assert.equal(Sink.of('e01-d-start').messages.length, 0);
+      assert.deepEqual(errorsLogged(), []);
+      assert.deepEqual(redStatuses(), []);
     });
 
     it('02-04 start, query and stop with fields in the node and in msg.payload', async () => {
       await run('02 Start a session.json');
-      send('i1', {});
+      send('e02-i1', {});
       await until(() => sim.counters.starts === 1, 'START');
       await helper.unload();
       await run('03 Query progress.json');
-      send('i1', {});
-      await until(() => Sink.of('d1').messages.length === 1, 'progress record');
+      send('e03-i1', {});
+      await until(() => Sink.of('e03-d1').messages.length === 1, 'progress record');
       await new Promise((r) => setTimeout(r, 200));
       await helper.unload();
       await run('04 Stop a session.json');
-      send('i1', {});
+      send('e04-i1', {});
       await until(() => sim.counters.stops === 1, 'STOP');
       assert.deepEqual(errorsLogged(), []);
     });
 
-    it('05 charging monitor: events for the watched tokens', async () => {
-      await run('05 Charging monitor (watch mode).json', (f) => {
-        const w = f.find((n) => n.id === 'm-monitor') as FlowNode;
-        w.interval = 0.2;
-      });
-      helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
-      send('m-start1', {});
-      await until(() => Sink.of('m-debug').messages.some((m) => m.event === 'started' && m.topic === 'MON-RFID-1'), 'started event', 8000);
+    it('05 charging monitor: starts E05-RFID-1 once, reports its events, stops it once at 0.1 kWh', async () => {
+      await simulator({ powerW: 200_000 });
+      await run('05 Charging monitor (watch mode).json');
+      await until(() => Sink.of('e05-d-event').messages.some((m) => m.event === 'started' && m.topic === 'E05-RFID-1'), 'started event', 8000);
+      await until(() => Sink.of('e05-d-event').messages.some((m) => m.event === 'ended' && m.topic === 'E05-RFID-1'), 'ended event', 8000);
+      assert.equal(sim.counters.starts, 1);
+      assert.equal(sim.counters.stops, 1);
       assert.deepEqual(errorsLogged(), []);
+      assert.deepEqual(redStatuses(), []);
     });
 
     it('06 solar surplus: sunny starts (and waits for the start), cloudy stops by token', async () => {
       await run('06 Charge on solar surplus (MQTT).json');
-      send('solar-sun', {});
-      await until(() => Sink.of('solar-debug').messages.length === 1, 'started', 8000);
-      send('solar-sun', {}); // same state again: filtered, no second START
-      send('solar-cloud', {});
+      send('e06-solar-sun', {});
+      await until(() => Sink.of('e06-solar-debug').messages.length === 1, 'started', 8000);
+      send('e06-solar-sun', {}); // same state again: filtered, no second START
+      send('e06-solar-cloud', {});
       await until(() => sim.counters.stops === 1, 'STOP', 8000);
       assert.equal(sim.counters.starts, 1);
       assert.deepEqual(errorsLogged(), []);
     });
 
     it('07 depot: six connectors started, watched by one node, stopped', async () => {
-      await run('07 Depot - several connectors.json', (f) => {
-        (f.find((n) => n.id === 'depot-watch') as FlowNode).interval = 0.2;
-      });
-      helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
-      send('depot-go', {});
+      await run('07 Depot - several connectors.json');
+      send('e07-depot-go', {});
       await until(() => sim.counters.starts === 6, 'six STARTs');
-      await until(() => new Set(Sink.of('depot-events').messages.filter((m) => m.event === 'started').map((m) => m.topic)).size === 6, 'six started events', 8000);
-      send('depot-stop-all', {});
+      await until(() => new Set(Sink.of('e07-depot-events').messages.filter((m) => m.event === 'started').map((m) => m.topic)).size === 6, 'six started events', 8000);
+      send('e07-depot-stop-all', {});
       await until(() => sim.counters.stops === 6, 'six STOPs', 8000);
       assert.deepEqual(errorsLogged(), []);
     });
 
     it('08 billing: after STOP, cdrId and energy reach the billing step', async () => {
       await run('08 Billing after STOP.json', (f) => {
-        (f.find((n) => n.id === 'bill-post') as FlowNode).url = billingUrl;
+        (f.find((n) => n.id === 'e08-bill-post') as FlowNode).url = billingUrl;
       });
-      const started = Sink.of('bill-started');
-      const result = Sink.of('bill-result'); // before anything is sent, so no message can pass uncaptured
-      send('bill-start', {});
+      const started = Sink.of('e08-bill-started');
+      const result = Sink.of('e08-bill-result'); // before anything is sent, so no message can pass uncaptured
+      send('e08-bill-start', {});
       await until(() => started.messages.length === 1, 'started', 8000);
-      send('bill-stop', {});
+      send('e08-bill-stop', {});
       await until(() => billed.length === 1 && result.messages.length === 1, 'billing request and answer', 8000);
       const cdrId = (started.messages[0].session as { cdrId: string }).cdrId;
       assert.equal((billed[0] as { cdrId: string }).cdrId, cdrId);
@@ -213,14 +268,24 @@ describe('examples/', () => {
       assert.deepEqual((result.messages[0] as { payload: unknown }).payload, { receipt: 'R-1' });
     });
 
-    it('09 error handling: each failure is routed by msg.error.code', async () => {
+    it('09 error handling: input errors to "fix the input", a configuration error to "check the configuration", never to "retry later"', async () => {
       await run('09 Error handling with Catch.json');
-      send('err-missing', {});
-      send('err-nosession', {});
-      await until(() => Sink.of('err-input').messages.length === 2, 'two input errors');
-      const codes = Sink.of('err-input').messages.map((m) => (m.error as { code: string }).code).sort();
+      send('e09-err-missing', {});
+      send('e09-err-nosession', {});
+      await until(() => Sink.of('e09-err-input').messages.length === 2, 'two input errors');
+      const codes = Sink.of('e09-err-input').messages.map((m) => (m.error as { code: string }).code).sort();
       assert.deepEqual(codes, ['MISSING_FIELD', 'NO_SESSION']);
       assert.equal(sim.counters.starts + sim.counters.stops, 0, 'nothing was sent');
+      assert.equal(typeof Sink.of('e09-err-input').messages[0].error, 'object');
+      assert.doesNotMatch(String((Sink.of('e09-err-input').messages[0].error as { message: string }).message), /^ChargingError/);
+      await helper.unload();
+      delete process.env.CHARGING_CLIENT_SECRET;
+      await run('09 Error handling with Catch.json');
+      send('e09-err-nosession', {});
+      await until(() => Sink.of('e09-err-auth').messages.length === 1, 'configuration error routed');
+      assert.equal((Sink.of('e09-err-auth').messages[0].error as { code: string }).code, 'CONFIG');
+      assert.match(String((Sink.of('e09-err-auth').messages[0].error as { message: string }).message), /CHARGING_CLIENT_SECRET/);
+      assert.equal(Sink.of('e09-err-other').messages.length, 0);
     });
   });
 });
