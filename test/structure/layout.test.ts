@@ -64,3 +64,28 @@ describe('layout of nodes/ (docs/architecture.md)', () => {
     assert.deepEqual(long, []);
   });
 });
+
+describe('what the package ships', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; files: string[] };
+
+  it('source maps carry their sources (the .ts files are not shipped), so a stack trace in a user\'s log points at real lines', () => {
+    const walk = (dir: string): string[] =>
+      fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(path.join(dir, e.name)) : e.name.endsWith('.js.map') ? [path.join(dir, e.name)] : []));
+    const files = [...walk(path.join(ROOT, 'dist', 'nodes')), ...walk(path.join(ROOT, 'dist', 'simulator'))];
+    assert.ok(files.length > 10, `maps found: ${files.length}`);
+    for (const f of files) {
+      const map = JSON.parse(fs.readFileSync(f, 'utf8')) as { sources: string[]; sourcesContent?: Array<string | null> };
+      assert.equal(map.sourcesContent?.length, map.sources.length, `${rel(f)} has its sources inline`);
+      assert.ok(map.sourcesContent?.every((s) => typeof s === 'string' && s.length > 0), rel(f));
+    }
+    assert.ok(!pkg.files.some((f) => /^nodes\b|\.ts$/.test(f)), 'the TypeScript sources are not in "files"');
+  });
+
+  it('engines says the Node.js the tests run on, and the README says the same', () => {
+    assert.equal(pkg.engines.node, '>=20');
+    assert.ok(Number(process.versions.node.split('.')[0]) >= 20);
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    assert.match(readme, /Node\.js 20 or newer/);
+    assert.doesNotMatch(readme, /Node\.js 18/);
+  });
+});
