@@ -51,7 +51,15 @@ describe("examples imported into npm start's editor (Chromium)", function () {
     assert.equal(sim.counters.stops, 2, 'and stopped once each');
     const red = (await editorNodes(page)).filter((n) => n.status?.fill === 'red');
     assert.deepEqual(red, []);
+    // The pictures in the README and docs: each demo tab with the debug sidebar open.
+    await page.setViewportSize({ width: 1680, height: 900 }); // a common screen: the whole flow in view
+    await page.evaluate(() => (window as unknown as { RED: { sidebar: { show(id: string): void } } }).RED.sidebar.show('debug'));
+    await delay(300);
     await session.shot('demo-running');
+    await page.evaluate(() => (window as unknown as { RED: { workspaces: { show(id: string): void } } }).RED.workspaces.show('demo-e05-tab'));
+    await delay(300);
+    await session.shot('demo-monitor');
+    await page.setViewportSize({ width: 1400, height: 900 });
   });
 
   for (const file of EXAMPLES) {
