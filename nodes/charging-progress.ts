@@ -39,12 +39,12 @@ export = function register(RED: NodeAPI): void {
       const res = await ctx.client.getProgress(token, { signal: ctx.signal });
       if (res.record === null) {
         // DESIGN §2 "No active session": not an error.
-        ctx.status(Status.idle('no session'));
+        ctx.status(Status.idle('noSession'));
         return toOutputs({ ...msg, payload: null, session: null, statusCode: res.statusCode } as NodeMessage);
       }
       const session = deriveSession(res.record, ctx.service.deriveOptions);
       if (session.warnings.length > 0) ctx.warnOnce('record', session.warnings.join('; '));
-      ctx.status(session.pending ? Status.waiting('pending: not started yet') : Status.ok(`charging ${formatEnergy(session.energyKWh)}`.trim()));
+      ctx.status(session.pending ? Status.waiting('pending') : Status.ok('charging', { energy: formatEnergy(session.energyKWh) }));
       // msg.payload is the record as the service returned it (DESIGN §2); derived values go to msg.session.
       return toOutputs({ ...msg, payload: res.record, session, statusCode: res.statusCode } as NodeMessage);
     });

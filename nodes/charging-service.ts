@@ -5,6 +5,7 @@ import type { DeriveOptions, MeterUnit, TimestampZone } from './lib/session/reco
 import type { ChargingServiceNode } from './common/service-node';
 import { clientOptions, Credentials, ServiceSettings } from './common/service-options';
 import { registerTestRoute } from './common/test-connection';
+import { useRuntimeLanguage } from './common/status';
 
 interface ServiceConfig extends NodeDef, ServiceSettings {
   meterUnit?: MeterUnit;
@@ -68,6 +69,8 @@ export = function register(RED: NodeAPI): void {
     });
   }
 
+  // Every node's badge speaks Node-RED's runtime language (settings.js `lang`, or the system's).
+  useRuntimeLanguage((key, values) => RED._(key, values));
   registerTestRoute(RED);
   RED.nodes.registerType('charging-service', ChargingService as unknown as (this: Node, def: NodeDef) => void, {
     credentials: {

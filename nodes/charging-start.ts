@@ -25,14 +25,14 @@ export = function register(RED: NodeAPI): void {
       const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
       const out = acceptedMessage(msg, { ...command }, res, 'START', ctx);
       if (!config.wait) {
-        ctx.status(Status.ok(res.statusCode === 202 ? 'start accepted' : `start accepted (${res.statusCode})`));
+        ctx.status(res.statusCode === 202 ? Status.ok('startAccepted') : Status.ok('startAcceptedStatus', { status: res.statusCode }));
         return out;
       }
       return sendWhenConfirmed(out, command.token, started, 'START', config, ctx, (record) => {
         const session = deriveSession(record ?? {}, ctx.service.deriveOptions);
         out.session = session;
         out.outcome = 'started';
-        return Status.ok(`started ${session.transactionId ?? ''} ${formatEnergy(session.energyKWh)}`.trim());
+        return Status.ok('started', { transactionId: session.transactionId ?? '', energy: formatEnergy(session.energyKWh) });
       });
     });
   }

@@ -19,18 +19,18 @@ export = function register(RED: NodeAPI): void {
     const readFields = fieldReader(RED, node, typedFields(config, FIELDS));
     new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
       const lookup = async (token: string) => (await ctx.client.getProgress(token, { signal: ctx.signal })).record;
-      const { command, cdrId } = await resolveStop(await readFields(msg), msg.payload, lookup, () => ctx.status(Status.requesting('looking up session')));
+      const { command, cdrId } = await resolveStop(await readFields(msg), msg.payload, lookup, () => ctx.status(Status.requesting('lookingUp')));
       ctx.status(Status.requesting('stopping'));
       const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
       // The billing id rides along when the input was a record or the session was looked up: billing needs it after STOP.
       const out = acceptedMessage(msg, cdrId ? { ...command, cdrId } : { ...command }, res, 'STOP', ctx);
       if (!config.wait) {
-        ctx.status(Status.ok(res.statusCode === 202 ? 'stop accepted' : `stop accepted (${res.statusCode})`));
+        ctx.status(res.statusCode === 202 ? Status.ok('stopAccepted') : Status.ok('stopAcceptedStatus', { status: res.statusCode }));
         return out;
       }
       return sendWhenConfirmed(out, command.token, ended(command.transactionId as string), 'STOP', config, ctx, () => {
         out.outcome = 'ended';
-        return Status.ok('session ended');
+        return Status.ok('sessionEnded');
       });
     });
   }

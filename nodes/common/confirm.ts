@@ -41,7 +41,7 @@ export async function sendWhenConfirmed(
   onConfirmed: (record: ProgressRecord | null) => NodeStatus,
 ): Promise<Outputs> {
   const twoOutputs = config.timeoutOutput === true;
-  ctx.status(Status.waiting(`accepted, waiting for ${what === 'START' ? 'start' : 'end'}…`));
+  ctx.status(Status.waiting(what === 'START' ? 'waitingStart' : 'waitingEnd'));
   try {
     const record = await waitForSession(
       async (t) => (await ctx.client.getProgress(t, { signal: ctx.signal })).record,
@@ -56,7 +56,7 @@ export async function sendWhenConfirmed(
   } catch (err) {
     if (!twoOutputs || !isChargingError(err) || err.code !== 'NOT_CONFIRMED') throw err;
     out.outcome = 'not confirmed';
-    ctx.status(Status.warn(`${what.toLowerCase()} not confirmed`));
+    ctx.status(Status.warn(what === 'START' ? 'startNotConfirmed' : 'stopNotConfirmed'));
     return [null, out];
   }
 }

@@ -5,63 +5,146 @@
  * connection, so the board shows at most one update per STATUS_GAP_MS,
  * always the latest, and the last state of a burst is never lost.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import type { Node } from 'node-red';
 import { ChargingError, isChargingError } from '../lib/errors';
 
-/** Node-RED's status object. `stamp` asks for the time of the change to be appended when shown. */
+/**
+ * A badge: colour and shape, and its text as a key of the "status" catalog in
+ * nodes/locales/<lang>/charging-service.json with values to fill in. The text
+ * is translated (in Node-RED's runtime language) only when the board shows it,
+ * at most four times a second, not for every message.
+ */
 export interface NodeStatus {
   fill?: 'red' | 'green' | 'yellow' | 'blue' | 'grey';
   shape?: 'ring' | 'dot';
-  text?: string;
+  key?: StatusKey;
+  values?: Record<string, string | number>;
+  /** append the time of the change when shown */
   stamp?: boolean;
 }
+
+/** Every text a badge can show (the catalogs must have each, in every language: a test checks). */
+export const STATUS_KEYS = [
+  'starting',
+  'stopping',
+  'querying',
+  'lookingUp',
+  'startAccepted',
+  'startAcceptedStatus',
+  'stopAccepted',
+  'stopAcceptedStatus',
+  'started',
+  'sessionEnded',
+  'charging',
+  'noSession',
+  'pending',
+  'waitingStart',
+  'waitingEnd',
+  'startNotConfirmed',
+  'stopNotConfirmed',
+  'watching',
+  'watchingEnergy',
+  'watchingEvent',
+  'watchingEnded',
+  'error.missingField',
+  'error.invalidInput',
+  'error.http',
+  'error.authFailed',
+  'error.authFailedStatus',
+  'error.outcomeUnknown',
+  'error.rateLimited',
+  'error.timeout',
+  'error.network',
+  'error.networkCause',
+  'error.badResponse',
+  'error.notConfirmed',
+  'error.noSession',
+  'error.config',
+  'error.closed',
+  'error.internal',
+  'error.other',
+] as const;
+export type StatusKey = (typeof STATUS_KEYS)[number];
 
 /** At most this many ms between two updates of one node's badge (4 per second). */
 export const STATUS_GAP_MS = 250;
 
+type Values = NodeStatus['values'];
 export const Status = {
-  requesting: (what: string): NodeStatus => ({ fill: 'blue', shape: 'dot', text: `${what}…` }),
-  waiting: (what: string): NodeStatus => ({ fill: 'blue', shape: 'ring', text: what }),
-  ok: (text: string): NodeStatus => ({ fill: 'green', shape: 'dot', text, stamp: true }),
-  idle: (text: string): NodeStatus => ({ fill: 'grey', shape: 'ring', text, stamp: true }),
-  warn: (text: string): NodeStatus => ({ fill: 'yellow', shape: 'ring', text }),
-  error: (err: unknown): NodeStatus => ({ fill: 'red', shape: 'ring', text: `error: ${badgeReason(err)}` }),
+  requesting: (key: StatusKey, values?: Values): NodeStatus => ({ fill: 'blue', shape: 'dot', key, values }),
+  waiting: (key: StatusKey, values?: Values): NodeStatus => ({ fill: 'blue', shape: 'ring', key, values }),
+  ok: (key: StatusKey, values?: Values): NodeStatus => ({ fill: 'green', shape: 'dot', key, values, stamp: true }),
+  idle: (key: StatusKey, values?: Values): NodeStatus => ({ fill: 'grey', shape: 'ring', key, values, stamp: true }),
+  warn: (key: StatusKey, values?: Values): NodeStatus => ({ fill: 'yellow', shape: 'ring', key, values }),
+  error: (err: unknown): NodeStatus => ({ fill: 'red', shape: 'ring', ...badgeReason(err) }),
 };
 
 /** A few words for a red badge, never a secret. */
-export function badgeReason(err: unknown): string {
-  if (!isChargingError(err)) return 'error';
+export function badgeReason(err: unknown): { key: StatusKey; values?: Values } {
+  if (!isChargingError(err)) return { key: 'error.other' };
   const e: ChargingError = err;
   switch (e.code) {
     case 'MISSING_FIELD':
-      return `missing ${e.field ?? 'field'}`;
+      return { key: 'error.missingField', values: { field: e.field ?? 'field' } };
     case 'INVALID_INPUT':
-      return `invalid ${e.field ?? 'input'}`;
+      return { key: 'error.invalidInput', values: { field: e.field ?? 'input' } };
     case 'HTTP':
-      return `HTTP ${e.statusCode ?? ''}`.trim();
+      return { key: 'error.http', values: { status: e.statusCode ?? '' } };
     case 'AUTH':
-      return e.statusCode ? `auth failed (${e.statusCode})` : 'auth failed';
+      return e.statusCode ? { key: 'error.authFailedStatus', values: { status: e.statusCode } } : { key: 'error.authFailed' };
     case 'OUTCOME_UNKNOWN':
-      return 'outcome unknown';
+      return { key: 'error.outcomeUnknown' };
     case 'RATE_LIMITED':
-      return 'rate limited';
+      return { key: 'error.rateLimited' };
     case 'TIMEOUT':
-      return 'timeout';
+      return { key: 'error.timeout' };
     case 'NETWORK':
-      return e.causeCode ? `network (${e.causeCode})` : 'network error';
+      return e.causeCode ? { key: 'error.networkCause', values: { cause: e.causeCode } } : { key: 'error.network' };
     case 'BAD_RESPONSE':
-      return 'bad response';
+      return { key: 'error.badResponse' };
     case 'NOT_CONFIRMED':
-      return 'not confirmed';
+      return { key: 'error.notConfirmed' };
     case 'NO_SESSION':
-      return 'no session';
+      return { key: 'error.noSession' };
     case 'CONFIG':
-      return 'config error';
+      return { key: 'error.config' };
     case 'CLOSED':
-      return 'closed';
+      return { key: 'error.closed' };
     case 'INTERNAL':
-      return 'internal error';
+      return { key: 'error.internal' };
   }
+}
+
+type Translate = (key: StatusKey, values?: Values) => string;
+
+/** The English catalog that ships with the package (dist/nodes/locales), read once. */
+function englishCatalog(): Translate {
+  const file = path.join(__dirname, '..', 'locales', 'en-US', 'charging-service.json');
+  const catalog = (JSON.parse(fs.readFileSync(file, 'utf8')) as { 'charging-service': { status: Record<string, unknown> } })['charging-service'].status;
+  return (key, values = {}) => {
+    const text = key.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), catalog);
+    // i18next's placeholders, __name__
+    return typeof text === 'string' ? text.replace(/__(\w+)__/g, (m, name: string) => (name in values ? String(values[name]) : m)) : key;
+  };
+}
+
+let translate: Translate = englishCatalog();
+
+/**
+ * Badges in Node-RED's runtime language: called by the configuration node's
+ * module with its RED._ (the "status" catalog is in charging-service.json).
+ * Where the runtime has no catalog for us (RED._ hands the key back, as the
+ * test helper's does), the English catalog fills in.
+ */
+export function useRuntimeLanguage(runtime: (key: string, values?: Values) => string): void {
+  const english = englishCatalog();
+  translate = (key, values) => {
+    const full = `charging-service.status.${key}`;
+    const text = runtime(full, values);
+    return text && text !== full ? text : english(key, values);
+  };
 }
 
 /** Energy for a badge: Wh below 1 kWh (a 0.05 kWh threshold must not read "0.0 kWh"), else kWh. */
@@ -120,8 +203,9 @@ export class StatusBoard {
 
   private show(status: NodeStatus, now: number): void {
     this.lastShown = now;
-    const { stamp, ...shown } = status;
-    if (stamp && shown.text !== undefined) shown.text = `${shown.text} · ${clock(new Date(now))}`;
-    this.node.status(shown);
+    const { stamp, key, values, fill, shape } = status;
+    if (key === undefined) return this.node.status({ fill, shape });
+    const text = translate(key, values).trim();
+    this.node.status({ fill, shape, text: stamp ? `${text} · ${clock(new Date(now))}` : text });
   }
 }

@@ -64,7 +64,7 @@ export class WatchMode {
       watcher.close();
       if (removed) node.context().flow.set(watchedKey(node), undefined);
     });
-    life.board.set(Status.ok(`watching ${watcher.size}`));
+    life.board.set(Status.ok('watching', { count: watcher.size }));
     return mode;
   }
 
@@ -81,7 +81,7 @@ export class WatchMode {
       else this.watcher.unwatch(tokens);
     }
     this.node.context().flow.set(watchedKey(this.node), this.watcher.tokens());
-    this.life.board.set(Status.ok(`watching ${this.watcher.size}`));
+    this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
   }
 
   private add(tokens: string[], from: string): void {
@@ -105,7 +105,7 @@ export class WatchMode {
     if (e.session && e.session.warnings.length > 0) this.life.warnOnce('record', e.session.warnings.join('; '));
     const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
     this.life.emit(toOutputs(msg, e.event));
-    const what = e.event === 'ended' ? `${e.token} ended` : e.session?.energyKWh != null ? `${e.token} ${formatEnergy(e.session.energyKWh)}` : `${e.token} ${e.event}`;
-    this.life.board.set(Status.ok(`watching ${this.watcher.size} · ${what}`));
+    const values = { count: this.watcher.size, token: e.token, event: e.event, energy: formatEnergy(e.session?.energyKWh ?? null) };
+    this.life.board.set(Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values));
   }
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { STATUS_KEYS } from '../../nodes/common/status';
 
 const LOCALES = path.join(__dirname, '..', '..', '..', 'nodes', 'locales');
 
@@ -38,6 +39,19 @@ describe('locales', () => {
       const text = fs.readFileSync(path.join(nodesDir, html), 'utf8');
       const used = [...text.matchAll(/data-i18n="(?:\[[a-z]+\])?([a-z-]+\.[A-Za-z0-9.]+)"/g), ...text.matchAll(/_\('(?:@chargectl\/node-red-charging-session\/[a-z-]+:)?([a-z-]+\.[A-Za-z0-9.]+)'/g)].map((m) => m[1]);
       for (const k of used) assert.ok(known.has(k) || [...known].some((x) => x.startsWith(`${k}`)), `${html}: ${k}`);
+    }
+  });
+
+  it('the status catalog has exactly the badge texts the nodes use, with the same placeholders in every language', () => {
+    for (const lang of languages) {
+      const catalog = JSON.parse(fs.readFileSync(path.join(LOCALES, lang, 'charging-service.json'), 'utf8'))['charging-service'].status as Record<string, unknown>;
+      assert.deepEqual(keys(catalog).sort(), [...STATUS_KEYS].sort(), lang);
+    }
+    const text = (lang: string, key: string) =>
+      key.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown>)[k], JSON.parse(fs.readFileSync(path.join(LOCALES, lang, 'charging-service.json'), 'utf8'))['charging-service'].status) as string;
+    for (const key of STATUS_KEYS) {
+      const placeholders = (s: string) => (s.match(/__\w+__/g) ?? []).sort();
+      for (const lang of languages) assert.deepEqual(placeholders(text(lang, key)), placeholders(text('en-US', key)), `${lang} ${key}`);
     }
   });
 });
