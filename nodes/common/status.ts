@@ -119,10 +119,15 @@ export function badgeReason(err: unknown): { key: StatusKey; values?: Values } {
 
 type Translate = (key: StatusKey, values?: Values) => string;
 
-/** The English catalog that ships with the package (dist/nodes/locales), read once. */
+/** The English catalog that ships with the package (dist/nodes/locales), read once; the bare key if it cannot be read. */
 function englishCatalog(): Translate {
-  const file = path.join(__dirname, '..', 'locales', 'en-US', 'charging-service.json');
-  const catalog = (JSON.parse(fs.readFileSync(file, 'utf8')) as { 'charging-service': { status: Record<string, unknown> } })['charging-service'].status;
+  let catalog: unknown = {};
+  try {
+    const file = path.join(__dirname, '..', 'locales', 'en-US', 'charging-service.json');
+    catalog = (JSON.parse(fs.readFileSync(file, 'utf8')) as { 'charging-service': { status: unknown } })['charging-service'].status;
+  } catch {
+    // a damaged install: badges show their keys rather than the node failing to load
+  }
   return (key, values = {}) => {
     const text = key.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), catalog);
     // i18next's placeholders, __name__
@@ -130,7 +135,8 @@ function englishCatalog(): Translate {
   };
 }
 
-let translate: Translate = englishCatalog();
+const english = englishCatalog();
+let translate: Translate = english;
 
 /**
  * Badges in Node-RED's runtime language: called by the configuration node's
@@ -139,7 +145,6 @@ let translate: Translate = englishCatalog();
  * test helper's does), the English catalog fills in.
  */
 export function useRuntimeLanguage(runtime: (key: string, values?: Values) => string): void {
-  const english = englishCatalog();
   translate = (key, values) => {
     const full = `charging-service.status.${key}`;
     const text = runtime(full, values);

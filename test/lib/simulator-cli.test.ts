@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { parseArgs, parseFault } from '../../simulator/cli';
+import { startSimulator } from '../harness';
+
+const DIST = path.join(__dirname, '..', '..');
 
 describe('simulator command line', () => {
   it('parses fault specs', () => {
@@ -17,5 +22,25 @@ describe('simulator command line', () => {
     assert.equal(options.omitExpiresIn, true);
     assert.equal(faults.length, 1);
     assert.throws(() => parseArgs(['--bogus']), /unknown option --bogus/);
+  });
+
+  it('a port already in use (npm start running): one clear line and exit 1, no stack trace', async () => {
+    const running = await startSimulator();
+    try {
+      const port = new URL(running.baseUrl).port;
+      const res = spawnSync(process.execPath, [path.join(DIST, 'simulator', 'cli.js'), '--port', port], { encoding: 'utf8', timeout: 15_000 });
+      assert.equal(res.status, 1);
+      assert.match(res.stderr, new RegExp(`^Could not listen on 127\\.0\\.0\\.1:${port} \\(.*EADDRINUSE.*\\)\\. Is npm start running\\?.*npm start -- --fault`));
+      assert.doesNotMatch(res.stderr, /\n\s+at /, 'no stack trace');
+    } finally {
+      await running.stop();
+    }
+  });
+
+  it('npm start takes the simulator options after --, and says how when one is wrong', () => {
+    const res = spawnSync(process.execPath, [path.join(DIST, 'scripts', 'start.js'), '--fault', 'nowhere:reset'], { encoding: 'utf8', timeout: 15_000, env: { ...process.env, SIM_PORT: '0', PORT: '0' } });
+    assert.equal(res.status, 2);
+    assert.match(res.stderr, /^bad --fault nowhere:reset\n\nnpm start -- \[--reset\] \[simulator options\]/);
+    assert.match(res.stderr, /--fault SPEC/);
   });
 });

@@ -83,6 +83,7 @@ describe('examples/', () => {
       }
       const comments = flow.filter((n) => n.type === 'comment').map((n) => String(n.info)).join(' ');
       assert.match(comments, /To use a real service: .*CHARGING_CLIENT_SECRET/, file);
+      assert.doesNotMatch(comments, /Bundled simulator|Set the client ID/, `${file}: nothing to type`);
       // Node-RED 4 warns on every deploy about a filter node without its topic property.
       for (const rbe of flow.filter((n) => n.type === 'rbe')) assert.notEqual(rbe.topi, '', `${file}: ${rbe.id} has topi ""`);
     }
