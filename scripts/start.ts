@@ -8,7 +8,7 @@
  *   npm start                                  keep your edits to the demo flow between runs
  *   npm start -- --reset                       write the demo flow afresh
  *   npm start -- --fault get:status:503:3      any charging-simulator option (faults, --auth-method, …)
- *   PORT=1881 SIM_PORT=18081 npm start
+ *   PORT=1881 SIM_PORT=18081 npm start        (or npm start -- --port 18081 for the simulator)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
     console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [simulator options]\n${SIMULATOR_HELP}`);
     process.exit(2);
   }
-  const simPort = Number(process.env.SIM_PORT ?? 18080);
+  const simPort = Number(process.env.SIM_PORT ?? parsed.options.port ?? 18080);
   const sim = new ChargingServiceSimulator({ startDelayMs: 2000, stopDelayMs: 2000, ...parsed.options, port: simPort });
   try {
     await sim.start();
