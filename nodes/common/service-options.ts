@@ -30,6 +30,8 @@ export interface Credentials {
 }
 
 interface TlsConfigNode extends Node {
+  /** false when Node-RED's tls-config node could not load its files (it logs why, once, at deploy) */
+  valid?: boolean;
   addTLSOptions(opts: Record<string, unknown>): void;
 }
 
@@ -81,6 +83,10 @@ function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions
   if (!tlsId || tlsId === '_ADD_') return undefined;
   const tlsNode = RED.nodes.getNode(tlsId) as TlsConfigNode | null;
   if (!tlsNode) throw new ChargingError('CONFIG', 'The selected TLS configuration could not be found (deploy it first)');
+  // Such a node silently adds no certificate, key or CA: requests would go out without them and fail later, far from the cause.
+  if (tlsNode.valid === false) {
+    throw new ChargingError('CONFIG', `The TLS configuration "${tlsNode.name || tlsNode.id}" could not load its certificate, key or CA file (see the log at deploy): fix the file paths, or upload the files in the TLS configuration`);
+  }
   const opts: Record<string, unknown> = {};
   tlsNode.addTLSOptions(opts);
   return opts as https.AgentOptions;

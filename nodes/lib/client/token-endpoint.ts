@@ -117,7 +117,14 @@ export class TokenEndpoint {
     } catch (err) {
       if (!(err instanceof TransportError)) throw err;
       if (err.failure === 'closed') throw closedError('configuration');
-      throw this.fail(`could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, { cause: err.code, retryable: err.failure !== 'tls' && err.failure !== 'invalid' });
+      if (err.failure === 'tls' || err.failure === 'proxy') {
+        // Nothing reached the token endpoint: this is the network's or the TLS set-up's problem, not the credentials'.
+        throw new ChargingError('NETWORK', `Could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, {
+          cause: err.code,
+          retryable: err.failure === 'proxy' && err.proxyStatus !== 407,
+        });
+      }
+      throw this.fail(`could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, { cause: err.code, retryable: err.failure !== 'invalid' });
     } finally {
       this.waits.finished(ex);
     }

@@ -8,8 +8,9 @@
 import http from 'node:http';
 import https from 'node:https';
 import axios, { AxiosInstance, CreateAxiosDefaults } from 'axios';
-import { getProxyForUrl } from 'proxy-from-env';
 import type { Exchange } from './deadlines';
+import { connectFailure, proxyAgents, proxyCredentialForms, TlsAgent } from './proxy-agents';
+import { proxyForUrl } from './proxy-env';
 
 export interface TransportOptions {
   /** sockets per destination */
@@ -45,6 +46,7 @@ export interface RawResponse {
 export type TransportFailure =
   | 'not-sent' // refused, DNS, unreachable: the request surely did not reach the server
   | 'tls' // the TLS handshake failed: nothing was sent
+  | 'proxy' // the proxy was down, refused the tunnel or wanted credentials: nothing reached the service
   | 'invalid' // the request could not be built (e.g. a URL that cannot be encoded): nothing was sent
   | 'deadline' // no answer within the time allowed
   | 'closed' // abandoned on close
@@ -55,6 +57,10 @@ export class TransportError extends Error {
     readonly failure: TransportFailure,
     /** the low-level code (ECONNREFUSED, DEPTH_ZERO_SELF_SIGNED_CERT, ...), never a message with request data */
     readonly code: string,
+    /** scheme://host:port of the proxy involved, if any (never its credentials) */
+    readonly proxy?: string,
+    /** the proxy's answer to CONNECT (407, 502...) */
+    readonly proxyStatus?: number,
   ) {
     super(`${failure} (${code})`);
   }
@@ -63,7 +69,14 @@ export class TransportError extends Error {
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 
 export function isTlsCode(code: string): boolean {
-  return /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/i.test(code);
+  return /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|^EPROTO$/i.test(code);
+}
+
+/** A failure before anything reached the service (TLS handshake, proxy), marked by the agents in proxy-agents.ts. */
+function earlyFailure(err: unknown): TransportError | undefined {
+  const f = connectFailure(err);
+  if (!f) return undefined;
+  return new TransportError(f.kind, f.code, f.proxy, f.proxyStatus);
 }
 
 interface AxiosLikeError {
@@ -81,30 +94,26 @@ export class Transport {
    * @param destinations every URL this transport will be asked for (the token
    * endpoint, the sessions endpoint): each gets its agents, direct or through
    * the proxy that applies to it, decided once.
-   * @param onProxyPassword told a proxy password, so that it can be redacted
+   * @param onProxySecret told every form of a proxy's credentials (password, user:password, Basic value), so that they are redacted
    */
   constructor(
     private readonly options: TransportOptions,
     destinations: string[],
-    onProxyPassword: (password: string) => void,
+    onProxySecret: (secret: string) => void,
   ) {
     const keepAlive = agentOptions(options.maxSockets);
     let direct: { httpAgent: http.Agent; httpsAgent: https.Agent } | null = null;
     for (const url of destinations) {
-      const proxy = options.proxy === false ? '' : (options.proxy ?? getProxyForUrl(url));
+      const proxy = options.proxy === false ? '' : (options.proxy ?? proxyForUrl(url));
       let agents: { httpAgent: http.Agent; httpsAgent: https.Agent };
       if (!proxy) {
         direct ??= {
           httpAgent: this.own(new http.Agent(keepAlive)),
-          httpsAgent: this.own(new https.Agent({ ...keepAlive, ...(options.tls ?? {}) })),
+          httpsAgent: this.own(new TlsAgent({ ...keepAlive, ...(options.tls ?? {}) })),
         };
         agents = direct;
       } else {
-        const password = proxyPassword(proxy);
-        if (password) onProxyPassword(password);
-        // Loaded only when a proxy applies: ~2 MiB and ~35 ms of start-up otherwise spent for nothing.
-        // eslint-disable-next-line @typescript-eslint/no-require-imports
-        const { proxyAgents } = require('./proxy-agents') as typeof import('./proxy-agents');
+        for (const form of proxyCredentialForms(proxy)) onProxySecret(form);
         const p = proxyAgents(proxy, keepAlive, options.tls ?? {});
         agents = { httpAgent: this.own(p.httpAgent), httpsAgent: this.own(p.httpsAgent) };
       }
@@ -203,6 +212,8 @@ function failed(err: unknown, exchange: Exchange): RawResponse {
     return { status: res.status, headers: res.headers, text: null, bodyProblem: problem, announcedBytes: Number.isFinite(announced) ? announced : undefined };
   }
   if (exchange.aborted) throw new TransportError(exchange.ended === 'deadline' ? 'deadline' : 'closed', code);
+  const early = earlyFailure(err);
+  if (early) throw early;
   if (NOT_SENT_CODES.has(code)) throw new TransportError('not-sent', code);
   if (isTlsCode(code)) throw new TransportError('tls', code);
   throw new TransportError('failed', code);
@@ -214,13 +225,4 @@ function isAxiosError(err: unknown): boolean {
 
 function toResponse(res: http.IncomingMessage | undefined): { status: number; headers: Record<string, unknown> } | undefined {
   return res && typeof res.statusCode === 'number' ? { status: res.statusCode, headers: res.headers as Record<string, unknown> } : undefined;
-}
-
-function proxyPassword(proxy: string): string | undefined {
-  try {
-    const u = new URL(proxy);
-    return u.password ? decodeURIComponent(u.password) : undefined;
-  } catch {
-    return undefined; // an unreadable proxy URL fails at the first request with a network error
-  }
 }
