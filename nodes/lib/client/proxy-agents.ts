@@ -205,5 +205,6 @@ export function proxyCredentialForms(proxy: string): string[] {
   if (!t.authorization) return [];
   const user = decodeURIComponent(t.url.username);
   const password = decodeURIComponent(t.url.password);
-  return [password, `${user}:${password}`, t.authorization.slice('Basic '.length)].filter((s) => s !== '');
+  // The password as written in the URL too: its own percent-encoding may differ from encodeURIComponent's.
+  return [password, t.url.password, `${user}:${password}`, t.authorization.slice('Basic '.length)].filter((s) => s !== '');
 }

@@ -139,6 +139,13 @@ export class TokenEndpoint {
     }
     const text = describeBody(res.text, this.redactor);
     const said = text ? ` (${text})` : '';
+    if (status === 407) {
+      // Only a proxy answers 407: the request never reached the token endpoint.
+      throw new ChargingError('NETWORK', `Could not get an access token from ${this.where}: the proxy refused the request: 407 Proxy Authentication Required${said}. Set the proxy's user and password in the proxy URL (http://user:password@host:port)`, {
+        statusCode: 407,
+        serviceMessage: text,
+      });
+    }
     if (status === 400 || status === 401 || status === 403) {
       const hint =
         this.options.authMethod === 'basic' && /invalid_client/.test(text ?? '')
