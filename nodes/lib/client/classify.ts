@@ -258,3 +258,55 @@ export function safeHost(url: string): string {
     return 'the configured URL';
   }
 }
+
+/**
+ * A 404 to a progress query is the service's "no session" (DESIGN "No active
+ * session") only when it reads like the service: an empty body, or JSON of its
+ * own. An HTML page (nginx, a load balancer), plain text ("404 page not found")
+ * or a gateway's own JSON (Kong "no Route matched", AWS API Gateway, Azure API
+ * Management: a lost route) means the request never reached the service; read
+ * as "no session", every watched session would be reported ended.
+ * Returns the error for such an answer, undefined for the service's "no session".
+ */
+export function notFoundError(res: RawResponse, op: Operation, where: string, redactor: Redactor): ChargingError | undefined {
+  const text = res.text ?? '';
+  if (text.trim() === '' && !gatewayHeaders(res.headers)) return undefined;
+  const what = notServiceAnswer(res, text);
+  if (!what) return undefined;
+  const said = describeBody(text, redactor);
+  return new ChargingError(
+    'HTTP',
+    `${op.what} failed: ${where} answered 404 with ${what}${said ? ` (${said.slice(0, 120)})` : ''}, not the service's "no session" answer: the gateway or server has no route to the service. Check the Base URL and the gateway's routes`,
+    { statusCode: 404, serviceMessage: said },
+  );
+}
+
+/** Words for why a 404 is not the service's own, or undefined when it is. */
+function notServiceAnswer(res: RawResponse, text: string): string | undefined {
+  const gateway = gatewayHeaders(res.headers);
+  if (gateway) return `${gateway}'s own answer`;
+  const type = String(res.headers['content-type'] ?? '').toLowerCase();
+  const trimmed = text.trimStart();
+  if (type.includes('html') || trimmed.startsWith('<')) return 'an HTML page';
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return 'a text that is not JSON';
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'JSON that is not an object';
+  const words = messageFields(body, 0) ?? '';
+  if (GATEWAY_WORDS.test(words)) return "a gateway's own JSON";
+  return undefined;
+}
+
+/** What gateways say when no route matches (Kong, AWS API Gateway, Azure APIM, Traefik, Spring, Express). */
+const GATEWAY_WORDS = /no route|route .*not found|no matching (route|operation)|resource not found|api not found|missing authentication token|unknown (path|route|url)|no such path|page not found|cannot (get|post) \//i;
+
+/** The gateway that answered by itself, from its headers, or undefined. */
+function gatewayHeaders(headers: Record<string, unknown>): string | undefined {
+  if (headers['x-amzn-errortype'] !== undefined) return 'AWS API Gateway';
+  // Kong marks an answer it made itself with X-Kong-Response-Latency, a proxied one with X-Kong-Upstream-Latency.
+  if (headers['x-kong-response-latency'] !== undefined && headers['x-kong-upstream-latency'] === undefined) return 'Kong';
+  return undefined;
+}

@@ -9,7 +9,7 @@ import type https from 'node:https';
 import { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { ProgressRecord } from '../session/record';
-import { bodyProblemText, describeBody, readJson, safeHost, transportReason } from './classify';
+import { bodyProblemText, describeBody, notFoundError, readJson, safeHost, transportReason } from './classify';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
@@ -149,6 +149,10 @@ export class ServiceClient {
       accept: (s) => (s >= 200 && s < 300) || s === 404,
       signal: opts.signal,
     });
+    if (res.status === 404) {
+      const notService = notFoundError(res, { method: 'GET', what: 'Progress query' }, safeHost(this.sessionsUrl), this.redactor);
+      if (notService) throw notService;
+    }
     if (res.status === 404 || res.status === 204) return { statusCode: res.status, record: null };
     const body = readJson(res.text ?? '', this.redactor, what, res.status);
     if (body === null) return { statusCode: res.status, record: null };
