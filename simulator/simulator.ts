@@ -151,6 +151,21 @@ export interface SimulatorCounters {
   connections: number;
   /** most requests being handled at the same moment */
   peakConcurrent: number;
+  /** every START that arrived, whatever it was answered (faults included) */
+  startArrivals: number;
+  /** every STOP that arrived, whatever it was answered */
+  stopArrivals: number;
+  /** arrivals of a START already seen (same token, locationId and evseId): the same message twice */
+  duplicateStartArrivals: number;
+  /** arrivals of a STOP already seen (same transactionId), whatever either was answered */
+  duplicateStopArrivals: number;
+}
+
+/** The identity of a command, for counting arrivals: START by token, locationId and evseId; STOP by transactionId. */
+export function commandKey(cmd: Record<string, unknown>): { action: 'START' | 'STOP'; key: string } | null {
+  if (cmd.action === 'START') return { action: 'START', key: `${String(cmd.token)}|${String(cmd.locationId)}|${String(cmd.evseId)}` };
+  if (cmd.action === 'STOP') return { action: 'STOP', key: String(cmd.transactionId ?? `token:${String(cmd.token)}`) };
+  return null;
 }
 
 export const SESSIONS_PATH = '/poi/v1/charging-sessions';
@@ -164,6 +179,7 @@ export class ChargingServiceSimulator {
   private readonly tokens = new Map<string, { expiresAt: number; revoked: boolean }>();
   private readonly sessions = new Map<string, Session>();
   private faults: FaultRule[] = [];
+  private readonly arrived = { START: new Map<string, number>(), STOP: new Map<string, number>() };
   private server: http.Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly now: () => number;
@@ -279,7 +295,38 @@ export class ChargingServiceSimulator {
     this.tokens.clear();
     this.sessions.clear();
     this.requests.length = 0;
+    this.arrived.START.clear();
+    this.arrived.STOP.clear();
     Object.assign(this.counters, emptyCounters());
+  }
+
+  /**
+   * How many times a command arrived at the simulator, answered or not: START keyed
+   * token|locationId|evseId (commandKey), STOP keyed by its transactionId.
+   */
+  arrivals(action: 'START' | 'STOP', key: string): number {
+    return this.arrived[action].get(key) ?? 0;
+  }
+
+  /** Counts a command at the door, before any fault or check decides its answer. */
+  private countArrival(rec: RecordedRequest): void {
+    let cmd: unknown;
+    try {
+      cmd = JSON.parse(rec.body);
+    } catch {
+      return;
+    }
+    const id = cmd && typeof cmd === 'object' ? commandKey(cmd as Record<string, unknown>) : null;
+    if (!id) return;
+    const seen = this.arrived[id.action].get(id.key) ?? 0;
+    this.arrived[id.action].set(id.key, seen + 1);
+    if (id.action === 'START') {
+      this.counters.startArrivals++;
+      if (seen > 0) this.counters.duplicateStartArrivals++;
+    } else {
+      this.counters.stopArrivals++;
+      if (seen > 0) this.counters.duplicateStopArrivals++;
+    }
   }
 
   /** The live session for an RFID token, if any (tests look inside). */
@@ -356,6 +403,7 @@ export class ChargingServiceSimulator {
     const target: FaultTarget | null =
       rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
     if (target === 'token') this.counters.tokenRequests++;
+    if (target === 'post') this.countArrival(rec);
     if (target && this.takeFault(target, 'close-after-answer')) {
       // After the whole answer has reached the kernel: the next request on this pooled socket meets a closed connection.
       res.on('finish', () => req.socket.destroy());
@@ -751,7 +799,7 @@ class CapturedAnswer implements Reply {
 const NGINX_404 = '<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
 
 function emptyCounters(): SimulatorCounters {
-  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0 };
+  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0, startArrivals: 0, stopArrivals: 0, duplicateStartArrivals: 0, duplicateStopArrivals: 0 };
 }
 
 function json(res: Reply, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -145,6 +145,30 @@ describe('simulator faults of real servers and gateways', () => {
     assert.equal(sim.activeSessions(), 0, 'the third STOP ends it');
   });
 
+  it('counts every arrival of the same START and STOP, whatever it was answered', async () => {
+    sim = await started();
+    const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };
+    const cmd = { locationId: 'L1', evseId: '1', token: 'T1' };
+    const post = (body: object) => fetch(`${sim.url}${SESSIONS_PATH}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
+    sim.inject({ target: 'post', kind: 'status', status: 503 }); // answered before processing: arrived all the same
+    assert.equal((await post({ action: 'START', ...cmd })).status, 503);
+    assert.equal((await post({ action: 'START', ...cmd })).status, 202);
+    assert.equal((await post({ action: 'START', ...cmd })).status, 409);
+    assert.equal(sim.arrivals('START', 'T1|L1|1'), 3);
+    assert.equal(sim.counters.startArrivals, 3);
+    assert.equal(sim.counters.duplicateStartArrivals, 2);
+    assert.equal(sim.counters.duplicateStarts, 1, 'the old counter still counts only the refused one');
+    await new Promise((r) => setTimeout(r, 60));
+    const transactionId = sim.session('T1')?.transactionId as string;
+    assert.equal((await post({ action: 'STOP', transactionId, ...cmd })).status, 202);
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal((await post({ action: 'STOP', transactionId, ...cmd })).status, 404, 'already stopped');
+    assert.equal(sim.arrivals('STOP', transactionId), 2);
+    assert.equal(sim.counters.duplicateStopArrivals, 1);
+    assert.equal(sim.counters.duplicateStops, 0, 'the old counter missed it');
+    assert.equal(sim.arrivals('START', 'T2|L1|1'), 0);
+  });
+
   it('TLS: https with the CA succeeds, without it the handshake fails', async () => {
     sim = await started({ tls: { cert: CERT, key: KEY } });
     assert.match(sim.baseUrl, /^https:\/\/127\.0\.0\.1:\d+$/);
