@@ -3,6 +3,7 @@
  * charging-simulator: run the service simulator from the command line.
  *   charging-simulator --port 18080 --fault get:status:503:3 --fault token:latency:2000
  */
+import fs from 'node:fs';
 import { ChargingServiceSimulator, FaultKind, FaultRule, FaultTarget, SimulatorOptions } from './simulator';
 
 export const HELP = `Usage: charging-simulator [options]
@@ -25,10 +26,60 @@ export const HELP = `Usage: charging-simulator [options]
                                                                   (corrupt the real answer; a POST is processed first)
                         times:  a number or 'always' (default 1; latency and drip: always)
                         e.g. get:status:503:3, token:latency:2000:always, post:reset, get:drip:400, any:echo
+                        Real servers and gateways (target optional, default any; ignore-stop: post):
+                          [target:]close-after-answer[:times]  the answer, then the connection closes with no
+                                                               Connection: close (default always)
+                          idle-close:MS                        idle keep-alive connections close after MS, with no
+                                                               Keep-Alive: timeout= hint (until cleared)
+                          [target:]route-404[:html][:times]    a gateway that lost its route: 404 with Kong's JSON
+                                                               body, or nginx's HTML page (default always)
+                          [post:]ignore-stop:N                 the station ignores the next N accepted STOPs: 202,
+                                                               the session goes on
+  --idle-close MS       the same as --fault idle-close:MS
+  --tls-cert FILE       serve https with this certificate (PEM); needs --tls-key
+  --tls-key FILE        the certificate's private key (PEM)
+  --tls-ca FILE         CA certificates that client certificates are checked against (PEM)
+  --tls-require-client-cert
+                        refuse the TLS handshake without a client certificate signed by --tls-ca
 At run time: POST /__sim/faults with a JSON rule, DELETE /__sim/faults, GET /__sim/state.`;
 
+/** The faults of real servers and gateways, with the target they take when the spec leaves it out. */
+const DEFAULT_TARGET: Partial<Record<FaultKind, FaultTarget>> = { 'close-after-answer': 'any', 'idle-close': 'any', 'route-404': 'any', 'ignore-stop': 'post' };
+
+function timesOf(spec: string, v: string | undefined, dflt: number): number {
+  if (v === undefined || v === '') return dflt;
+  if (v === 'always') return Infinity;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`bad --fault ${spec}: ${v} is not a count`);
+  return n;
+}
+
+/** close-after-answer, idle-close, route-404, ignore-stop: target optional, their own argument. */
+function parseServerFault(spec: string, parts: string[]): FaultRule {
+  const [first] = parts;
+  const [target, kind, ...rest] = first in DEFAULT_TARGET ? [DEFAULT_TARGET[first as FaultKind] as string, ...parts] : parts;
+  const rule: FaultRule = { target: target as FaultTarget, kind: kind as FaultKind };
+  if (kind === 'close-after-answer') rule.times = timesOf(spec, rest[0], Infinity);
+  else if (kind === 'ignore-stop') rule.times = timesOf(spec, rest[0], 1);
+  else if (kind === 'route-404') {
+    if (rest[0] === 'html' || rest[0] === 'json') rule.format = rest.shift() as 'html' | 'json';
+    rule.times = timesOf(spec, rest[0], Infinity);
+  } else {
+    const ms = Number(rest[0]);
+    if (!rest[0] || !Number.isFinite(ms) || ms <= 0) throw new Error(`bad --fault ${spec}: idle-close needs a time in ms, e.g. idle-close:1000`);
+    rule.delayMs = ms;
+    rule.times = Infinity;
+  }
+  return rule;
+}
+
 export function parseFault(spec: string): FaultRule {
-  const [target, kind, arg, times] = spec.split(':');
+  const parts = spec.split(':');
+  if (parts[0] in DEFAULT_TARGET || (parts[1] ?? '') in DEFAULT_TARGET) {
+    if (!['token', 'get', 'post', 'service', 'any', ...Object.keys(DEFAULT_TARGET)].includes(parts[0])) throw new Error(`bad --fault ${spec}`);
+    return parseServerFault(spec, parts);
+  }
+  const [target, kind, arg, times] = parts;
   const targets: FaultTarget[] = ['token', 'get', 'post', 'service', 'any'];
   const kinds: FaultKind[] = ['latency', 'hang', 'reset', 'status', 'revoke', 'malformed', 'cut', 'truncated', 'huge', 'drip', 'deep', 'echo'];
   if (!targets.includes(target as FaultTarget) || !kinds.includes(kind as FaultKind)) throw new Error(`bad --fault ${spec}`);
@@ -49,6 +100,7 @@ export function parseArgs(argv: string[]): { options: SimulatorOptions; faults: 
   const options: SimulatorOptions = { port: 18080 };
   const faults: FaultRule[] = [];
   let help = false;
+  const tls: Partial<NonNullable<SimulatorOptions['tls']>> = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const next = () => {
@@ -74,9 +126,19 @@ export function parseArgs(argv: string[]): { options: SimulatorOptions; faults: 
       case '--power': options.powerW = Number(next()); break;
       case '--no-session': options.noSession = next() as SimulatorOptions['noSession']; break;
       case '--fault': faults.push(parseFault(next())); break;
+      case '--idle-close': faults.push(parseFault(`idle-close:${next()}`)); break;
+      case '--tls-cert': tls.cert = fs.readFileSync(next()); break;
+      case '--tls-key': tls.key = fs.readFileSync(next()); break;
+      case '--tls-ca': tls.ca = fs.readFileSync(next()); break;
+      case '--tls-require-client-cert': tls.requestCert = true; break;
       case '-h': case '--help': help = true; break;
       default: throw new Error(`unknown option ${a}`);
     }
+  }
+  if (Object.keys(tls).length > 0) {
+    if (!tls.cert || !tls.key) throw new Error('https needs both --tls-cert and --tls-key');
+    if (tls.requestCert && !tls.ca) throw new Error('--tls-require-client-cert needs --tls-ca (the CA client certificates are checked against)');
+    options.tls = { ...tls, cert: tls.cert, key: tls.key };
   }
   return { options, faults, help };
 }

@@ -24,10 +24,22 @@ export type FaultKind =
   | 'huge' // the real status with a body of hugeBytes
   | 'drip' // the real status and headers at once, then the body one byte every delayMs (default 400)
   | 'deep' // the real answer with a field nested depth levels (default 5000)
-  | 'echo'; // the real answer with the request's Authorization header and body inside; with status, an error that echoes them
+  | 'echo' // the real answer with the request's Authorization header and body inside; with status, an error that echoes them
+  // An API gateway in front of the service:
+  | 'route-404' // a gateway that lost its route: 404 for the request, Kong's JSON body (format 'html': nginx's HTML page)
+  // Beside the answer (do not use up or block the faults above):
+  | 'close-after-answer' // the real answer, then the server closes the connection, with no Connection: close
+  | 'ignore-stop' // the station ignores an accepted STOP: 202 as usual, the session goes on (times: how many STOPs)
+  | 'idle-close'; // server setting until cleared: idle keep-alive connections close after delayMs, with no Keep-Alive hint
 
 /** Faults that change the real answer rather than replace or delay it. */
 export const ANSWER_FAULTS: ReadonlySet<FaultKind> = new Set(['malformed', 'cut', 'truncated', 'huge', 'drip', 'deep', 'echo']);
+
+/**
+ * Faults that act beside the answer: each is looked up on its own, so an
+ * "always" close-after-answer does not hide a status fault armed after it.
+ */
+export const SIDE_FAULTS: ReadonlySet<FaultKind> = new Set(['close-after-answer', 'ignore-stop', 'idle-close']);
 
 export interface FaultRule {
   target: FaultTarget;
@@ -41,6 +53,8 @@ export interface FaultRule {
   hugeBytes?: number;
   /** nesting of the 'deep' fault */
   depth?: number;
+  /** route-404: 'json' (Kong's body, default) or 'html' (nginx's page) */
+  format?: 'json' | 'html';
   /**
    * For POST and the faults that replace or delay the answer: act on the command
    * first, then fail the answer (the station got the request; the client cannot
@@ -82,8 +96,19 @@ export interface SimulatorOptions {
   acceptBody?: 'empty' | 'json';
   /** how many recent requests to keep for inspection */
   keepRequests?: number;
-  /** serve https with this key and certificate (PEM) */
-  tls?: { key: string | Buffer; cert: string | Buffer };
+  /**
+   * Serve https with this key and certificate (PEM). ca: the CAs that client
+   * certificates are checked against; requestCert: a server that requires a
+   * valid client certificate (the handshake fails without one).
+   */
+  tls?: { key: string | Buffer; cert: string | Buffer; ca?: string | Buffer | Array<string | Buffer>; requestCert?: boolean };
+  /** how long an idle keep-alive connection stays open, ms (default 5000, announced as Keep-Alive: timeout=5) */
+  keepAliveTimeoutMs?: number;
+  /**
+   * The idle-close fault from the start: idle keep-alive connections close after
+   * this many ms and no Keep-Alive: timeout= hint is sent (embedded servers, some gateways).
+   */
+  idleCloseMs?: number;
   now?: () => number;
 }
 
@@ -126,19 +151,35 @@ export interface SimulatorCounters {
   connections: number;
   /** most requests being handled at the same moment */
   peakConcurrent: number;
+  /** every START that arrived, whatever it was answered (faults included) */
+  startArrivals: number;
+  /** every STOP that arrived, whatever it was answered */
+  stopArrivals: number;
+  /** arrivals of a START already seen (same token, locationId and evseId): the same message twice */
+  duplicateStartArrivals: number;
+  /** arrivals of a STOP already seen (same transactionId), whatever either was answered */
+  duplicateStopArrivals: number;
+}
+
+/** The identity of a command, for counting arrivals: START by token, locationId and evseId; STOP by transactionId. */
+export function commandKey(cmd: Record<string, unknown>): { action: 'START' | 'STOP'; key: string } | null {
+  if (cmd.action === 'START') return { action: 'START', key: `${String(cmd.token)}|${String(cmd.locationId)}|${String(cmd.evseId)}` };
+  if (cmd.action === 'STOP') return { action: 'STOP', key: String(cmd.transactionId ?? `token:${String(cmd.token)}`) };
+  return null;
 }
 
 export const SESSIONS_PATH = '/poi/v1/charging-sessions';
 export const TOKEN_PATH = '/auth/v1/token';
 
 export class ChargingServiceSimulator {
-  readonly options: Required<Omit<SimulatorOptions, 'now' | 'port' | 'host' | 'tls'>> & { host: string; port: number };
+  readonly options: Required<Omit<SimulatorOptions, 'now' | 'port' | 'host' | 'tls' | 'idleCloseMs'>> & { host: string; port: number };
   private readonly tls?: SimulatorOptions['tls'];
   readonly counters: SimulatorCounters = emptyCounters();
   readonly requests: RecordedRequest[] = [];
   private readonly tokens = new Map<string, { expiresAt: number; revoked: boolean }>();
   private readonly sessions = new Map<string, Session>();
   private faults: FaultRule[] = [];
+  private readonly arrived = { START: new Map<string, number>(), STOP: new Map<string, number>() };
   private server: http.Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly now: () => number;
@@ -161,15 +202,30 @@ export class ChargingServiceSimulator {
       noSession: opts.noSession ?? '404',
       acceptBody: opts.acceptBody ?? 'empty',
       keepRequests: opts.keepRequests ?? 1000,
+      keepAliveTimeoutMs: opts.keepAliveTimeoutMs ?? 5_000,
     };
     this.now = opts.now ?? Date.now;
     this.tls = opts.tls;
+    this.initialIdleCloseMs = opts.idleCloseMs ?? null;
+    this.idleCloseMs = this.initialIdleCloseMs;
+  }
+
+  private readonly initialIdleCloseMs: number | null;
+  /** idle-close in force: ms, or null for the normal keep-alive with its hint */
+  private idleCloseMs: number | null;
+
+  /** Sets the server's keep-alive timeout for the mode in force; Node reads it at each answer's end. */
+  private applyKeepAlive(): void {
+    if (!this.server) return;
+    this.server.keepAliveTimeout = this.idleCloseMs ?? this.options.keepAliveTimeoutMs;
   }
 
   async start(): Promise<this> {
     const handler = (req: http.IncomingMessage, res: http.ServerResponse) => this.handle(req, res);
-    const server = this.tls ? https.createServer({ key: this.tls.key, cert: this.tls.cert }, handler) : http.createServer(handler);
-    server.keepAliveTimeout = 5_000;
+    const tls = this.tls;
+    const server = tls
+      ? https.createServer({ key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: tls.requestCert ?? false, rejectUnauthorized: tls.requestCert ?? false }, handler)
+      : http.createServer(handler);
     server.on('connection', (s: Socket) => {
       this.counters.connections++;
       this.sockets.add(s);
@@ -180,6 +236,7 @@ export class ChargingServiceSimulator {
       server.listen(this.options.port, this.options.host, () => resolve());
     });
     this.server = server;
+    this.applyKeepAlive();
     this.options.port = (server.address() as AddressInfo).port;
     return this;
   }
@@ -208,11 +265,19 @@ export class ChargingServiceSimulator {
 
   /** Adds a fault; it applies to the next `times` matching requests. */
   inject(rule: FaultRule): void {
+    if (rule.kind === 'idle-close') {
+      // A server setting, not a per-request fault: in force until clearFaults().
+      this.idleCloseMs = rule.delayMs ?? 1000;
+      this.applyKeepAlive();
+      return;
+    }
     this.faults.push({ times: 1, ...rule, applied: 0 });
   }
 
   clearFaults(): void {
     this.faults = [];
+    this.idleCloseMs = this.initialIdleCloseMs;
+    this.applyKeepAlive();
   }
 
   /** The faults armed and not yet used up. */
@@ -230,7 +295,38 @@ export class ChargingServiceSimulator {
     this.tokens.clear();
     this.sessions.clear();
     this.requests.length = 0;
+    this.arrived.START.clear();
+    this.arrived.STOP.clear();
     Object.assign(this.counters, emptyCounters());
+  }
+
+  /**
+   * How many times a command arrived at the simulator, answered or not: START keyed
+   * token|locationId|evseId (commandKey), STOP keyed by its transactionId.
+   */
+  arrivals(action: 'START' | 'STOP', key: string): number {
+    return this.arrived[action].get(key) ?? 0;
+  }
+
+  /** Counts a command at the door, before any fault or check decides its answer. */
+  private countArrival(rec: RecordedRequest): void {
+    let cmd: unknown;
+    try {
+      cmd = JSON.parse(rec.body);
+    } catch {
+      return;
+    }
+    const id = cmd && typeof cmd === 'object' ? commandKey(cmd as Record<string, unknown>) : null;
+    if (!id) return;
+    const seen = this.arrived[id.action].get(id.key) ?? 0;
+    this.arrived[id.action].set(id.key, seen + 1);
+    if (id.action === 'START') {
+      this.counters.startArrivals++;
+      if (seen > 0) this.counters.duplicateStartArrivals++;
+    } else {
+      this.counters.stopArrivals++;
+      if (seen > 0) this.counters.duplicateStopArrivals++;
+    }
   }
 
   /** The live session for an RFID token, if any (tests look inside). */
@@ -247,6 +343,23 @@ export class ChargingServiceSimulator {
 
   private concurrent = 0;
 
+  private readonly idleTimers = new WeakMap<Socket, NodeJS.Timeout>();
+
+  /**
+   * idle-close: the connection closes idleCloseMs after an answer unless another
+   * request came. Node's own keep-alive timer waits a second longer than its
+   * setting (to dodge exactly this race), so the simulator keeps its own.
+   */
+  private idleWatch(socket: Socket, res: http.ServerResponse): void {
+    clearTimeout(this.idleTimers.get(socket));
+    res.on('finish', () => {
+      if (this.idleCloseMs === null || socket.destroyed) return;
+      const timer = setTimeout(() => socket.destroy(), this.idleCloseMs);
+      this.idleTimers.set(socket, timer);
+      socket.once('close', () => clearTimeout(timer));
+    });
+  }
+
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.concurrent++;
     this.counters.peakConcurrent = Math.max(this.counters.peakConcurrent, this.concurrent);
@@ -256,6 +369,11 @@ export class ChargingServiceSimulator {
       counted = false;
     };
     res.on('close', done);
+    this.idleWatch(req.socket, res);
+    if (this.idleCloseMs !== null && !/close/i.test(req.headers.connection ?? '') && req.httpVersion === '1.1') {
+      // Node adds "Keep-Alive: timeout=N" only when it writes the Connection header itself: writing it here leaves the hint out.
+      res.setHeader('Connection', 'keep-alive');
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
@@ -285,6 +403,11 @@ export class ChargingServiceSimulator {
     const target: FaultTarget | null =
       rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
     if (target === 'token') this.counters.tokenRequests++;
+    if (target === 'post') this.countArrival(rec);
+    if (target && this.takeFault(target, 'close-after-answer')) {
+      // After the whole answer has reached the kernel: the next request on this pooled socket meets a closed connection.
+      res.on('finish', () => req.socket.destroy());
+    }
     const fault = target ? this.takeFault(target) : undefined;
     if (fault && target && ANSWER_FAULTS.has(fault.kind)) {
       // The real answer, captured, then corrupted on its way out.
@@ -318,9 +441,12 @@ export class ChargingServiceSimulator {
     return this.command(rec, res);
   }
 
-  private takeFault(target: FaultTarget): FaultRule | undefined {
+  /** The first armed rule for the target (kind given: of that side fault; none: of the faults that act on the answer), used once. */
+  private takeFault(target: FaultTarget, kind?: FaultKind): FaultRule | undefined {
     const rule = this.faults.find(
-      (f) => f.target === target || f.target === 'any' || (f.target === 'service' && (target === 'get' || target === 'post')),
+      (f) =>
+        (kind ? f.kind === kind : !SIDE_FAULTS.has(f.kind)) &&
+        (f.target === target || f.target === 'any' || (f.target === 'service' && (target === 'get' || target === 'post'))),
     );
     if (!rule) return undefined;
     rule.applied = (rule.applied ?? 0) + 1;
@@ -352,6 +478,14 @@ export class ChargingServiceSimulator {
         if (t) t.revoked = true;
         return false;
       }
+      case 'route-404':
+        if (f.format === 'html') {
+          res.writeHead(404, { 'Content-Type': 'text/html', Server: 'nginx' });
+          res.end(NGINX_404);
+        } else {
+          json(res, 404, { message: 'no Route matched with those values' }, { Server: 'kong/3.9.1' });
+        }
+        return true;
       default:
         return false;
     }
@@ -580,6 +714,8 @@ export class ChargingServiceSimulator {
         this.counters.duplicateStops++;
         return reply(409, { error: 'conflict', message: 'the session is already stopping' });
       }
+      // ignore-stop: the station drops the STOP after the service accepted it; only STOPs that would end the session use it up.
+      if (this.takeFault('post', 'ignore-stop')) return this.accepted(res, 'STOP');
       s.stoppedAt = this.now();
       return this.accepted(res, 'STOP');
     }
@@ -660,8 +796,10 @@ class CapturedAnswer implements Reply {
   }
 }
 
+const NGINX_404 = '<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
+
 function emptyCounters(): SimulatorCounters {
-  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0 };
+  return { tokenRequests: 0, tokensIssued: 0, starts: 0, stops: 0, progressQueries: 0, duplicateStarts: 0, duplicateStops: 0, unauthorized: 0, faultsApplied: 0, connections: 0, peakConcurrent: 0, startArrivals: 0, stopArrivals: 0, duplicateStartArrivals: 0, duplicateStopArrivals: 0 };
 }
 
 function json(res: Reply, status: number, body: unknown, headers: Record<string, string> = {}): void {

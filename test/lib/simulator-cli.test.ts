@@ -15,6 +15,29 @@ describe('simulator command line', () => {
     assert.throws(() => parseFault('nowhere:reset'), /bad --fault/);
   });
 
+  it('parses the faults of real servers and gateways, target optional', () => {
+    assert.deepEqual(parseFault('close-after-answer'), { target: 'any', kind: 'close-after-answer', times: Infinity });
+    assert.deepEqual(parseFault('token:close-after-answer:2'), { target: 'token', kind: 'close-after-answer', times: 2 });
+    assert.deepEqual(parseFault('idle-close:1000'), { target: 'any', kind: 'idle-close', delayMs: 1000, times: Infinity });
+    assert.deepEqual(parseFault('route-404'), { target: 'any', kind: 'route-404', times: Infinity });
+    assert.deepEqual(parseFault('get:route-404:html:3'), { target: 'get', kind: 'route-404', format: 'html', times: 3 });
+    assert.deepEqual(parseFault('ignore-stop:2'), { target: 'post', kind: 'ignore-stop', times: 2 });
+    assert.throws(() => parseFault('idle-close'), /idle-close needs a time in ms/);
+    assert.throws(() => parseFault('ignore-stop:x'), /x is not a count/);
+    assert.throws(() => parseFault('nowhere:close-after-answer'), /bad --fault/);
+  });
+
+  it('parses TLS options: files read, both halves required', () => {
+    const cert = path.join(DIST, '..', 'test', 'fixtures', 'sim-cert.pem');
+    const key = path.join(DIST, '..', 'test', 'fixtures', 'sim-key.pem');
+    const { options } = parseArgs(['--tls-cert', cert, '--tls-key', key, '--tls-ca', cert, '--tls-require-client-cert', '--idle-close', '500']);
+    assert.match(String(options.tls?.cert), /BEGIN CERTIFICATE/);
+    assert.match(String(options.tls?.key), /PRIVATE KEY/);
+    assert.equal(options.tls?.requestCert, true);
+    assert.throws(() => parseArgs(['--tls-cert', cert]), /needs both --tls-cert and --tls-key/);
+    assert.deepEqual(parseArgs(['--idle-close', '500']).faults, [{ target: 'any', kind: 'idle-close', delayMs: 500, times: Infinity }]);
+  });
+
   it('parses options', () => {
     const { options, faults } = parseArgs(['--port', '0', '--token-lifetime', '60', '--no-expires-in', '--fault', 'get:status:500']);
     assert.equal(options.port, 0);
