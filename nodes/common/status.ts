@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Node } from 'node-red';
 import { ChargingError, isChargingError } from '../lib/errors';
+import { monotonicNow } from '../lib/clock';
 
 /**
  * A badge: colour and shape, and its text as a key of the "status" catalog in
@@ -172,7 +173,7 @@ export class StatusBoard {
 
   constructor(
     private readonly node: Pick<Node, 'status'>,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = monotonicNow,
   ) {}
 
   set(status: NodeStatus): void {
@@ -211,6 +212,6 @@ export class StatusBoard {
     const { stamp, key, values, fill, shape } = status;
     if (key === undefined) return this.node.status({ fill, shape });
     const text = translate(key, values).trim();
-    this.node.status({ fill, shape, text: stamp ? `${text} · ${clock(new Date(now))}` : text });
+    this.node.status({ fill, shape, text: stamp ? `${text} · ${clock(new Date())}` : text });
   }
 }

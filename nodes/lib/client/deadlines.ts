@@ -14,6 +14,7 @@
  *   one per request; aborting the signal cancels everything registered on it.
  */
 import { ChargingError } from '../errors';
+import { monotonicNow } from '../clock';
 
 /** Something with a deadline that the DeadlineTimer ends when it is due. */
 export interface Timed {
@@ -31,7 +32,7 @@ export class DeadlineTimer {
   private timer: NodeJS.Timeout | null = null;
   private armedFor = Infinity;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly now: () => number = monotonicNow) {}
 
   add(item: Timed): void {
     this.items.add(item);
@@ -216,7 +217,7 @@ export class Waits {
   private readonly exchanges = new Set<Exchange>();
   private drained: (() => void) | null = null;
 
-  constructor(readonly now: () => number = Date.now) {
+  constructor(readonly now: () => number = monotonicNow) {
     this.timer = new DeadlineTimer(now);
   }
 

@@ -1,4 +1,5 @@
 import { ChargingError, closedError } from '../errors';
+import { monotonicNow } from '../clock';
 
 /** An access token as the cache keeps it. The value never leaves the client. */
 export interface AccessToken {
@@ -7,7 +8,7 @@ export interface AccessToken {
   expiresAt: number;
   /** epoch ms from which we ask for a new one (in the background) */
   renewAt: number;
-  /** epoch ms after which we no longer send it: a little before expiresAt, for clock skew and latency */
+  /** monotonic ms (clock.ts) after which we no longer send it: a little before expiresAt, for clock skew and latency */
   usableUntil: number;
 }
 
@@ -66,7 +67,7 @@ export class TokenCache {
       renewMarginMs: options.renewMarginMs ?? 60_000,
       failureBackoffMs: options.failureBackoffMs ?? 1_000,
       maxFailureBackoffMs: options.maxFailureBackoffMs ?? 30_000,
-      now: options.now ?? Date.now,
+      now: options.now ?? monotonicNow,
       onWarning: options.onWarning,
     };
   }

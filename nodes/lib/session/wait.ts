@@ -1,6 +1,7 @@
 /** Waiting until progress confirms a START or a STOP (the "wait until started / ended" option). */
 import { ChargingError } from '../errors';
 import { hasTransaction, ProgressRecord, transactionIdOf } from './record';
+import { monotonicNow } from '../clock';
 
 export type PollFn = (token: string) => Promise<ProgressRecord | null>;
 
@@ -32,7 +33,7 @@ export async function waitForSession(
   opts: WaitOptions,
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>,
 ): Promise<ProgressRecord | null> {
-  const now = opts.now ?? Date.now;
+  const now = opts.now ?? monotonicNow;
   const deadline = now() + opts.timeoutMs;
   let lastError: ChargingError | null = null;
   for (;;) {

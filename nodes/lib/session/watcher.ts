@@ -7,6 +7,7 @@
 import { ChargingError } from '../errors';
 import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo } from './record';
 import type { PollFn } from './wait';
+import { monotonicNow } from '../clock';
 
 export type WatchEventKind =
   | 'pending' // a session appeared, not started yet (no transactionId)
@@ -73,7 +74,7 @@ export class SessionWatcher {
     private readonly onEvent: (e: WatchEvent) => void,
     private readonly onError: (token: string, err: ChargingError) => void,
   ) {
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? monotonicNow;
   }
 
   get size(): number {
@@ -257,7 +258,8 @@ export class SessionWatcher {
     // From the raw meter values: the rounded energyKWh would skew short intervals.
     const kwhNow = meterKWh(info.meterStart, info.meterEnd, this.options.derive?.meterUnit);
     const ts = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, this.options.derive?.timestampZone ?? 'UTC') : NaN;
-    const at = Number.isNaN(ts) ? this.now() : ts;
+    // Wall time here: it is compared with the records' own timestamps.
+    const at = Number.isNaN(ts) ? Date.now() : ts;
     const prev = entry.sample;
     entry.sample = { at, kwh: kwhNow };
     if (!prev || at <= prev.at) return entry.last?.powerKW ?? null;

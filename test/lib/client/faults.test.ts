@@ -56,7 +56,7 @@ describe('fault handling (client against the simulator)', () => {
 
     it('is bounded by the time budget as well as in count (fake clock for the pauses)', async () => {
       await client.close();
-      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
       try {
         client = make({ timeoutMs: 100, retry: { getAttempts: 100, baseDelayMs: 100, maxDelayMs: 100, maxTotalMs: 600 } });
         sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
@@ -98,7 +98,7 @@ describe('fault handling (client against the simulator)', () => {
 
     it('honours Retry-After on 429: nothing is sent again before it has passed (fake clock)', async () => {
       await client.close();
-      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+      const clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
       try {
         client = make();
         sim.inject({ target: 'get', kind: 'status', status: 429, headers: { 'Retry-After': '2' } });

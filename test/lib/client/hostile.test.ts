@@ -30,7 +30,7 @@ describe('hostile networks and payloads (client against the simulator)', () => {
   const make = (extra: Partial<ServiceClientOptions> = {}) => clientFor(sim, { timeoutMs: 1_000, retry: { baseDelayMs: 10, maxDelayMs: 40, maxTotalMs: 5_000 }, ...extra });
   const gets = () => sim.requests.filter((r) => r.method === 'GET' && r.path === SESSIONS_PATH).length;
   const tokenRequests = () => sim.requests.filter((r) => r.path === TOKEN_PATH).length;
-  const fakeClock = () => (clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'setTimeout', 'clearTimeout'] }));
+  const fakeClock = () => (clock = sinon.useFakeTimers({ now: Date.now(), toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] }));
   /** Runs `p` to its end on the fake clock, in steps; resolves with its value or its error, and the fake ms it took. */
   async function onClock<T>(p: Promise<T>, stepMs = 50): Promise<{ value?: T; error?: ChargingError; ms: number }> {
     const t0 = Date.now();

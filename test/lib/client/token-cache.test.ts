@@ -16,7 +16,7 @@ function deferred<T>() {
 describe('TokenCache (no Node-RED, no HTTP)', () => {
   let clock: sinon.SinonFakeTimers;
   beforeEach(() => {
-    clock = sinon.useFakeTimers({ now: Date.UTC(2026, 10, 22, 12, 0, 0), toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    clock = sinon.useFakeTimers({ now: Date.UTC(2026, 10, 22, 12, 0, 0), toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
   });
   afterEach(() => clock.restore());
 
@@ -71,7 +71,7 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     const fetch = sinon.fake(async () => ({ accessToken: 'tok' }));
     const cache = new TokenCache(fetch);
     const t = await cache.get();
-    assert.equal(t.expiresAt - Date.now(), SPEC_TOKEN_LIFETIME_MS);
+    assert.equal(t.expiresAt - performance.now(), SPEC_TOKEN_LIFETIME_MS);
     clock.tick(SPEC_TOKEN_LIFETIME_MS - 61_000);
     await cache.get();
     assert.equal(fetch.callCount, 1);
@@ -84,8 +84,8 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 20 }));
     const cache = new TokenCache(fetch);
     const t = await cache.get();
-    assert.equal(t.renewAt - Date.now(), 18_000);
-    assert.equal(t.usableUntil - Date.now(), 19_000);
+    assert.equal(t.renewAt - performance.now(), 18_000);
+    assert.equal(t.usableUntil - performance.now(), 19_000);
     clock.tick(17_900);
     await cache.get();
     assert.equal(fetch.callCount, 1);
@@ -99,7 +99,7 @@ describe('TokenCache (no Node-RED, no HTTP)', () => {
     const fetch = sinon.fake(async () => ({ accessToken: 'tok', expiresIn: 0.001 }));
     const cache = new TokenCache(fetch, { onWarning: (w) => warnings.push(w) });
     const t = await cache.get();
-    assert.equal(t.expiresAt - Date.now(), MIN_TOKEN_LIFETIME_MS);
+    assert.equal(t.expiresAt - performance.now(), MIN_TOKEN_LIFETIME_MS);
     for (let i = 0; i < 100; i++) await cache.get();
     assert.equal(fetch.callCount, 1);
     clock.tick(MIN_TOKEN_LIFETIME_MS);

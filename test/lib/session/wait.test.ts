@@ -12,7 +12,7 @@ const pause = (ms: number) => sleep(ms);
 describe('waitForSession (no Node-RED, fake timers)', () => {
   let clock: sinon.SinonFakeTimers;
   beforeEach(() => {
-    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
   });
   afterEach(() => clock.restore());
 

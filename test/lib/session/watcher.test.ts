@@ -14,7 +14,7 @@ function record(meterEnd: number | null, at: string, tx = 'TX-1'): ProgressRecor
 describe('SessionWatcher (no Node-RED, no HTTP)', () => {
   let clock: sinon.SinonFakeTimers;
   beforeEach(() => {
-    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
   });
   afterEach(() => clock.restore());
 
