@@ -10,29 +10,28 @@ import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, Status } from './status';
+import { KeptToken, WatchStore } from './watch-store';
 
 export interface WatchConfig {
   service: string;
   watchTokens?: string;
   interval?: string | number;
   emitEveryPoll?: boolean;
+  /** context store of the watch list and each token's last reported state; empty = the default store */
+  contextStore?: string;
 }
 
 /** Shortest poll interval, unless settings.js says otherwise: protects the operator's rate limits. */
 export const DEFAULT_MIN_INTERVAL_SEC = 5;
 
-/**
- * Flow-context key of the tokens added by message. Node context is deleted each
- * time a node closes; flow context survives a redeploy (and, with a persistent
- * context store, a restart).
- */
-export const watchedKey = (node: Node): string => `charging-watch-${node.id}`;
+export { watchedKey } from './watch-store';
 
 export class WatchMode {
   private constructor(
     private readonly node: Node,
     private readonly watcher: SessionWatcher,
     private readonly life: NodeLifecycle,
+    private readonly store: WatchStore,
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
@@ -52,19 +51,20 @@ export class WatchMode {
       return null;
     }
     let mode: WatchMode | null = null;
+    const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const watcher = new SessionWatcher(
       async (token) => (await client.getProgress(token, { signal: life.signal })).record,
-      { intervalMs: intervalSec * 1000, emitEveryPoll: config.emitEveryPoll === true, derive: service.deriveOptions },
+      { intervalMs: intervalSec * 1000, emitEveryPoll: config.emitEveryPoll === true, derive: service.deriveOptions, onState: (token, state) => store.state(token, state) },
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, { topic: token, payload: { token } }),
     );
-    mode = new WatchMode(node, watcher, life);
-    mode.add([...(config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean), ...mode.remembered()], 'the node');
+    mode = new WatchMode(node, watcher, life, store);
+    const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
+    store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
       watcher.close();
-      if (removed) node.context().flow.set(watchedKey(node), undefined);
+      if (removed) store.clear(true);
     });
-    life.board.set(Status.ok('watching', { count: watcher.size }));
     return mode;
   }
 
@@ -72,33 +72,45 @@ export class WatchMode {
   command(topic: 'watch' | 'unwatch', payload: unknown): void {
     if (topic === 'unwatch' && (payload === '*' || payload === 'all')) {
       this.watcher.unwatchAll();
+      this.store.clear();
     } else {
       const tokens = tokensFrom(payload);
       if (tokens.length === 0) {
         throw new ChargingError('MISSING_FIELD', `msg.payload must name the token(s) to ${topic}: a string, {token}, a progress record or an array of these`, { field: 'token' });
       }
-      if (topic === 'watch') this.watcher.watch(tokens);
-      else this.watcher.unwatch(tokens);
+      if (topic === 'watch') {
+        this.watcher.watch(tokens);
+        this.store.added(tokens);
+      } else {
+        this.watcher.unwatch(tokens);
+        this.store.removed(tokens);
+      }
     }
-    this.node.context().flow.set(watchedKey(this.node), this.watcher.tokens());
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
   }
 
-  private add(tokens: string[], from: string): void {
-    const valid: string[] = [];
-    for (const t of tokens) {
+  /**
+   * The tokens set in the node and those kept from before (added by message),
+   * each with its last reported state; kept tokens that are neither any more
+   * are forgotten.
+   */
+  private resume(own: string[], kept: Map<string, KeptToken>): void {
+    const valid = new Set<string>();
+    for (const t of own) {
       try {
-        valid.push(normaliseField('token', t, from));
+        valid.add(normaliseField('token', t, 'the node'));
       } catch (err) {
         this.life.report(err);
       }
     }
-    this.watcher.watch(valid);
-  }
-
-  private remembered(): string[] {
-    const stored = this.node.context().flow.get(watchedKey(this.node));
-    return Array.isArray(stored) ? stored.filter((t): t is string => typeof t === 'string') : [];
+    const stale: string[] = [];
+    for (const [token, k] of kept) {
+      if (k.msg) valid.add(token);
+      else if (!valid.has(token)) stale.push(token);
+    }
+    this.store.removed(stale);
+    this.watcher.watch(valid, (token) => kept.get(token)?.state);
+    this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
   }
 
   private onEvent(e: WatchEvent, toOutputs: (msg: NodeMessage, event: string) => Outputs): void {

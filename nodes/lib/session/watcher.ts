@@ -37,6 +37,25 @@ export interface WatcherOptions {
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
   now?: () => number;
+  /**
+   * Called after a poll changed what the next event is decided from (a session
+   * appeared, started, its meter moved, it ended): the caller keeps it across
+   * restarts (see SavedState). Not called for polls that changed nothing.
+   */
+  onState?: (token: string, state: SavedState | undefined) => void;
+}
+
+/**
+ * What a watcher keeps of a token across redeploys and restarts: enough to
+ * decide the next event (nothing when unchanged, `updated`, `ended` once,
+ * `started` for a new transaction). Absent: no session seen (or it ended).
+ * Plain JSON, so that any context store can keep it.
+ */
+export interface SavedState {
+  transactionId: string | null;
+  meterEnd: number | null;
+  /** the last values seen: what `ended` carries when the session ended while Node-RED was down */
+  session: WatchedSession | null;
 }
 
 interface Entry {
@@ -52,16 +71,21 @@ interface Entry {
 
 /**
  * One timer for all watched tokens: every tick polls the share of tokens that
- * fall due, in a fixed round-robin order, so N tokens at interval I cost one poll
- * every I/N ms, evenly, however large N is. Adding or removing N tokens costs
- * O(N): removal is lazy (the polling order skips tokens no longer watched and
- * is compacted once they are the majority).
+ * fall due, in round-robin order, so N tokens at interval I cost one poll
+ * every I/N ms, evenly, however large N is. The order is a queue: a token is
+ * taken from the head, polled and put back at the tail, so it comes round
+ * again after every other token, one interval later. New tokens wait in a
+ * queue of their own that goes first. Adding or removing a token costs O(1)
+ * amortised: a removed token is dropped when it reaches the head.
  */
 export class SessionWatcher {
   private readonly entries = new Map<string, Entry>();
-  /** polling order; may hold tokens no longer watched (skipped, then compacted away) */
-  private order: string[] = [];
-  private cursor = 0;
+  /** round-robin order, from `head`; may hold entries no longer watched (dropped at the head) */
+  private queue: Entry[] = [];
+  private head = 0;
+  /** added and not polled yet: polled before the round-robin queue */
+  private fresh: Entry[] = [];
+  private freshHead = 0;
   private budget = 0;
   private timer: NodeJS.Timeout | null = null;
   private lastTick = 0;
@@ -81,21 +105,33 @@ export class SessionWatcher {
     return this.entries.size;
   }
 
-  /** Starts watching the tokens not watched yet; returns how many were added. */
-  watch(tokens: Iterable<string>): number {
+  /**
+   * Starts watching the tokens not watched yet; returns how many were added.
+   * `saved` gives a token's state kept from before a redeploy or restart, so
+   * that an unchanged session does not report `started` again.
+   */
+  watch(tokens: Iterable<string>, saved?: (token: string) => SavedState | undefined): number {
     if (this.closed) return 0;
-    const added: string[] = [];
+    let added = 0;
     for (const token of tokens) {
       if (this.entries.has(token)) continue;
-      this.entries.set(token, { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null });
-      added.push(token);
+      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null };
+      const state = saved?.(token);
+      if (state) {
+        entry.seen = true;
+        entry.transactionId = state.transactionId;
+        entry.meterEnd = state.meterEnd;
+        entry.last = state.session;
+      }
+      this.entries.set(token, entry);
+      // New tokens are polled first, from the next tick, rather than a whole interval later.
+      this.fresh.push(entry);
+      added++;
     }
-    if (added.length === 0) return 0;
-    // New tokens are polled first, from the next tick, rather than a whole interval later.
-    this.order = this.order.slice(0, this.cursor).concat(added, this.order.slice(this.cursor));
+    if (added === 0) return 0;
     this.budget = Math.max(this.budget, 1);
     this.schedule();
-    return added.length;
+    return added;
   }
 
   /** Stops watching these tokens; returns how many were watched. */
@@ -103,20 +139,22 @@ export class SessionWatcher {
     let removed = 0;
     for (const token of tokens) if (this.entries.delete(token)) removed++;
     if (this.entries.size === 0) this.unwatchAll();
-    else if (this.order.length > 2 * this.entries.size) this.compact();
+    // Removed entries leave the queues at the head; compact when they pile up (watch/unwatch churn).
+    else if (this.queue.length + this.fresh.length > 2 * this.entries.size + 1024) this.compact();
     return removed;
   }
 
   unwatchAll(): void {
     this.entries.clear();
-    this.order = [];
-    this.cursor = 0;
+    this.queue = [];
+    this.fresh = [];
+    this.head = this.freshHead = 0;
     this.stopTimer();
   }
 
-  /** The watched tokens, in polling order. */
+  /** The watched tokens, in the order they were added. */
   tokens(): string[] {
-    return this.order.filter((t) => this.entries.has(t));
+    return [...this.entries.keys()];
   }
 
   close(): void {
@@ -124,11 +162,33 @@ export class SessionWatcher {
     this.unwatchAll();
   }
 
+  private live(e: Entry): boolean {
+    return this.entries.get(e.token) === e;
+  }
+
   private compact(): void {
-    const before = this.order.slice(0, this.cursor).filter((t) => this.entries.has(t));
-    const after = this.order.slice(this.cursor).filter((t) => this.entries.has(t));
-    this.order = before.concat(after);
-    this.cursor = before.length;
+    this.queue = this.queue.slice(this.head).filter((e) => this.live(e));
+    this.fresh = this.fresh.slice(this.freshHead).filter((e) => this.live(e));
+    this.head = this.freshHead = 0;
+  }
+
+  /** The next entry in polling order (fresh first), or undefined; the array behind a drained head is let go. */
+  private next(): Entry | undefined {
+    if (this.freshHead < this.fresh.length) {
+      const e = this.fresh[this.freshHead++];
+      if (this.freshHead === this.fresh.length) {
+        this.fresh = [];
+        this.freshHead = 0;
+      }
+      return e;
+    }
+    if (this.head >= this.queue.length) return undefined;
+    const e = this.queue[this.head++];
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    return e;
   }
 
   /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
@@ -160,12 +220,14 @@ export class SessionWatcher {
     this.budget = Math.min(n, this.budget + (n * elapsed) / this.options.intervalMs);
     let due = Math.floor(this.budget);
     this.budget -= due;
-    // Skipping unwatched tokens costs no budget; at most one pass over the order per tick.
-    for (let steps = 0; due > 0 && steps < this.order.length; steps++) {
-      if (this.cursor >= this.order.length) this.cursor = 0;
-      const entry = this.entries.get(this.order[this.cursor++]);
-      if (!entry) continue;
+    // Skipping unwatched tokens costs no budget; at most one pass over the queues per tick.
+    const steps = this.fresh.length - this.freshHead + (this.queue.length - this.head);
+    for (let s = 0; due > 0 && s < steps; s++) {
+      const entry = this.next();
+      if (!entry) break;
+      if (!this.live(entry)) continue;
       due--;
+      this.queue.push(entry);
       if (!entry.inFlight) this.pollOne(entry);
     }
     this.timer = setTimeout(() => this.tick(), this.tickMs());
@@ -179,7 +241,9 @@ export class SessionWatcher {
         entry.inFlight = false;
         if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
         entry.lastError = null;
+        const { seen, transactionId, meterEnd } = entry;
         for (const e of this.observe(entry, record)) this.deliver(e);
+        if (this.live(entry) && (entry.seen !== seen || entry.transactionId !== transactionId || entry.meterEnd !== meterEnd)) this.save(entry);
       },
       (err: unknown) => {
         entry.inFlight = false;
@@ -200,6 +264,18 @@ export class SessionWatcher {
       this.onEvent(e);
     } catch (err) {
       this.report(e.token, new ChargingError('INTERNAL', `Could not pass on the "${e.event}" event for ${e.token}: ${(err as Error)?.message ?? String(err)}`));
+    }
+  }
+
+  /** Hands the state that decides the next event to the caller, to keep across restarts. */
+  private save(entry: Entry): void {
+    const save = this.options.onState;
+    if (!save) return;
+    const state = entry.seen ? { transactionId: entry.transactionId, meterEnd: entry.meterEnd, session: entry.last } : undefined;
+    try {
+      save(entry.token, state);
+    } catch (err) {
+      this.report(entry.token, new ChargingError('INTERNAL', `Could not keep the state of ${entry.token}: ${(err as Error)?.message ?? String(err)}`));
     }
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sinon from 'sinon';
-import { SessionWatcher, WatchEvent } from '../../../nodes/lib/session/watcher';
+import { SavedState, SessionWatcher, WatchEvent, WatchedSession } from '../../../nodes/lib/session/watcher';
 import { ChargingError } from '../../../nodes/lib/errors';
 import type { ProgressRecord } from '../../../nodes/lib/session/record';
 
@@ -85,6 +85,48 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       assert.equal(errors.length, 1);
       assert.equal(errors[0].code, 'INTERNAL');
       assert.match(errors[0].message, /Could not pass on the "started" event for T: Maximum call stack/);
+    });
+  });
+
+  describe('state kept across restarts', () => {
+    /** A watcher started with `saved` for token T, its polls answering `answers` in turn (then null). */
+    async function resumed(saved: SavedState, answers: Array<ProgressRecord | null>): Promise<{ events: WatchEvent[]; states: Array<SavedState | undefined> }> {
+      const events: WatchEvent[] = [];
+      const states: Array<SavedState | undefined> = [];
+      const queue = [...answers];
+      const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, onState: (_t, s) => states.push(s) }, (e) => events.push(e), () => undefined);
+      w.watch(['T'], (t) => (t === 'T' ? saved : undefined));
+      await clock.tickAsync(answers.length * 1_000 + 10);
+      w.close();
+      return { events, states };
+    }
+    const last = (meterEnd: number, tx = 'TX-1'): SavedState => ({ transactionId: tx, meterEnd, session: { transactionId: tx, meterEnd } as WatchedSession });
+
+    it('an unchanged session reports nothing, a moved meter updated, a missing one ended once with the kept session', async () => {
+      const { events, states } = await resumed(last(1500), [record(1500, '2026-11-22T10:01:12'), record(1600, '2026-11-22T10:01:22'), null, null]);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['updated', 'ended'],
+      );
+      assert.equal(events[1].session?.meterEnd, 1600);
+      assert.deepEqual(
+        states.map((s) => s?.meterEnd ?? null),
+        [1600, null],
+        'a state per change, none for a poll that changed nothing',
+      );
+    });
+
+    it('a session that ended while down is ended once with the values kept; a new transaction is ended + started', async () => {
+      const gone = await resumed(last(1500), [null, null]);
+      assert.deepEqual(
+        gone.events.map((e) => `${e.event}:${e.session?.meterEnd}`),
+        ['ended:1500'],
+      );
+      const next = await resumed(last(1500), [record(1000, '2026-11-22T11:00:00', 'TX-2')]);
+      assert.deepEqual(
+        next.events.slice(0, 2).map((e) => `${e.event}:${e.session?.transactionId}`),
+        ['ended:TX-1', 'started:TX-2'],
+      );
     });
   });
 

@@ -1,0 +1,114 @@
+/**
+ * Where watch mode keeps its tokens and each token's last reported state, so
+ * that a redeploy or a restart neither forgets a token added by message nor
+ * reports an unchanged session as `started` again.
+ *
+ * Flow context (node context is deleted each time a node closes), in the
+ * context store the node names (`contextStore`, empty = the default store),
+ * under one key per node holding one entry per token:
+ *
+ *     "charging-watch-<node id>": { "t:<token, URI-encoded>": { msg?: true, state?: SavedState } }
+ *
+ * Every change is one nested set (`…["t:RFID-1"].state`): O(1) in the memory
+ * store and in localfilesystem's cache, which writes the file at most once per
+ * flushInterval (30 s). Never the whole object per change.
+ */
+import type { Node } from 'node-red';
+import type { SavedState } from '../lib/session/watcher';
+
+export const watchedKey = (node: Pick<Node, 'id'>): string => `charging-watch-${node.id}`;
+
+/** A token as kept: added by message (watched again after a redeploy), and its state. */
+export interface KeptToken {
+  msg?: true;
+  state?: SavedState;
+}
+
+type Callback = (err?: Error | null, value?: unknown) => void;
+interface FlowContext {
+  get(key: string, store: string | undefined, cb: Callback): void;
+  set(key: string | string[], value: unknown, store: string | undefined, cb: Callback): void;
+}
+
+/** The key prefix keeps tokens such as "__proto__" from meaning anything to an object. */
+const PREFIX = 't:';
+
+export class WatchStore {
+  private readonly flow: FlowContext;
+  private readonly base: string;
+  private readonly store: string | undefined;
+
+  constructor(
+    node: Node,
+    store: string | undefined,
+    private readonly onError: (err: Error) => void,
+  ) {
+    this.flow = node.context().flow as unknown as FlowContext;
+    // Quoted, so that a node id with a dot or bracket stays one key.
+    this.base = `"${watchedKey(node)}"`;
+    this.store = store || undefined;
+  }
+
+  /** The kept tokens (called back at once for the memory store and a cached file store). */
+  load(done: (kept: Map<string, KeptToken>) => void): void {
+    this.flow.get(this.base, this.store, (err, value) => {
+      if (err) this.onError(err);
+      const kept = new Map<string, KeptToken>();
+      if (Array.isArray(value)) {
+        // The list of tokens kept by earlier versions: added by message, no state. Rewritten once in the new form.
+        for (const t of value) if (typeof t === 'string') kept.set(t, { msg: true });
+        this.write(this.base, Object.fromEntries([...kept.keys()].map((t) => [PREFIX + encodeURIComponent(t), { msg: true }])));
+      } else if (value && typeof value === 'object') {
+        for (const [key, v] of Object.entries(value as Record<string, KeptToken>)) {
+          const token = key.startsWith(PREFIX) ? decode(key.slice(PREFIX.length)) : null;
+          if (token !== null && v && typeof v === 'object') kept.set(token, v);
+        }
+      }
+      done(kept);
+    });
+  }
+
+  /** Tokens added by message: watched again after a redeploy even if not set in the node. */
+  added(tokens: string[]): void {
+    if (tokens.length > 0) this.write(tokens.map((t) => `${this.key(t)}.msg`), tokens.map(() => true));
+  }
+
+  removed(tokens: string[]): void {
+    if (tokens.length > 0) this.write(
+        tokens.map((t) => this.key(t)),
+        tokens.map(() => undefined),
+      );
+  }
+
+  /** A token's state after a poll changed it; undefined when its session ended. */
+  state(token: string, state: SavedState | undefined): void {
+    this.write(`${this.key(token)}.state`, state);
+  }
+
+  /** Every token unwatched; `removed` node: the key itself goes. */
+  clear(removed = false): void {
+    this.write(this.base, removed ? undefined : {});
+  }
+
+  private key(token: string): string {
+    return `${this.base}["${PREFIX}${encodeURIComponent(token)}"]`;
+  }
+
+  private write(key: string | string[], value: unknown): void {
+    try {
+      this.flow.set(key, value, this.store, (err) => {
+        if (err) this.onError(err);
+      });
+    } catch (err) {
+      this.onError(err as Error);
+    }
+  }
+}
+
+function decode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
