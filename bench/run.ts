@@ -4,6 +4,7 @@
  * in this one (bench/runtime.ts), so CPU per message is the runtime's.
  *
  *   npm run bench -- --quick     fewer rounds and messages (a smoke run; results not written)
+ *   npm run bench -- --watch     only the watch-mode sections (written to a -watch results file)
  *
  * Contenders run interleaved, in an order rotated every round, each warmed up
  * before it is measured; ratios are computed within a round and reported as
@@ -22,10 +23,15 @@ import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/clie
 import { EmbeddedNodeRed, FlowNode } from './runtime';
 
 const QUICK = process.argv.includes('--quick');
+/** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
+const WATCH_ONLY = process.argv.includes('--watch');
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
 const WATCH_SIZES = QUICK ? [100, 1000] : [100, 1000, 10_000];
-const WATCH_SECONDS = QUICK ? 6 : 20;
+/** seconds per measured window: longer for few tokens, whose polls are few */
+const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
+const WATCH_ROUNDS = QUICK ? 1 : 3;
+const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 
 // ------------------------------------------------------------------ the service (another process)
@@ -350,68 +356,146 @@ function barePolling(n: number): { stop(): void; polls(): number } {
   };
 }
 
+type WatchWindow = { cpuMs: number; loopP99: number; polls: number };
+
+/** CPU, event-loop delay and polls over one window, after a short settle. */
+async function watchWindow(seconds: number, count: () => number | Promise<number> = () => 0): Promise<WatchWindow> {
+  await new Promise((r) => setTimeout(r, 1000)); // settle
+  const polls0 = await count();
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  loop.enable();
+  const cpu0 = process.cpuUsage();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const cpu = process.cpuUsage(cpu0);
+  const polls = (await count()) - polls0;
+  loop.disable();
+  return { cpuMs: (cpu.user + cpu.system) / 1000, loopP99: loop.percentile(99) / 1e6, polls };
+}
+
+/** The watch flow: one watch node per context store, both idle until tokens are sent to them. */
+async function deployWatchFlow(intervalSec: number): Promise<void> {
+  await red.deploy([
+    { id: 'tab', type: 'tab', label: 'watch' },
+    { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+    { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, wires: [['sink']] },
+    { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, contextStore: 'file', wires: [['sink']] },
+    { id: 'sink', type: 'bench-sink', z: 'tab' },
+  ]);
+}
+
+/**
+ * N tokens watched at a 10 s interval, every poll an event (the bench server's
+ * meter moves on every query), state kept in the memory store and in
+ * localfilesystem; bare axios polling the same tokens on the same schedule;
+ * and idle. Interleaved rounds, order rotated; CPU per poll with the idle
+ * window of the same round subtracted; ratios within a round.
+ */
 async function watchScale(): Promise<string> {
   const rows: string[] = [];
-  // Polls are counted over exactly the window in which CPU is measured.
-  const window = async (count: () => number | Promise<number> = () => 0): Promise<{ cpuMs: number; heapMiB: number; loopP99: number; polls: number }> => {
-    await new Promise((r) => setTimeout(r, 1000)); // settle
-    global.gc?.();
-    const heap0 = process.memoryUsage().heapUsed;
-    const polls0 = await count();
-    const loop = monitorEventLoopDelay({ resolution: 10 });
-    loop.enable();
-    const cpu0 = process.cpuUsage();
-    await new Promise((r) => setTimeout(r, WATCH_SECONDS * 1000));
-    const cpu = process.cpuUsage(cpu0);
-    const polls = (await count()) - polls0;
-    loop.disable();
-    global.gc?.();
-    return { cpuMs: (cpu.user + cpu.system) / 1000, heapMiB: (process.memoryUsage().heapUsed - heap0) / 1048576, loopP99: loop.percentile(99) / 1e6, polls };
-  };
-  await red.deploy([{ id: 'tab', type: 'tab', label: 'idle' }]);
-  const idle = await window();
-  rows.push(`| idle baseline | — | ${idle.cpuMs.toFixed(0)} ms in all | — | — | ${idle.loopP99.toFixed(1)} |`);
+  await deployWatchFlow(WATCH_INTERVAL_MS / 1000);
+  let events = 0;
+  red.onSink(() => events++);
+  const getCount = async () => (await counts()).get;
   for (const n of WATCH_SIZES) {
-    const expected = (n * WATCH_SECONDS * 1000) / WATCH_INTERVAL_MS;
-    await red.deploy([
-      { id: 'tab', type: 'tab', label: 'watch' },
-      { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
-      { id: 'w', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: WATCH_INTERVAL_MS / 1000, wires: [['sink']] },
-      { id: 'sink', type: 'bench-sink', z: 'tab' },
-    ]);
-    let events = 0;
-    red.onSink(() => events++);
+    const seconds = watchSeconds(n);
     const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
-    const t0 = performance.now();
-    red.node('w').receive({ topic: 'watch', payload: tokens });
-    const addMs = performance.now() - t0;
-    const eventMarks: number[] = [];
-    const ours = await window(async () => {
-      eventMarks.push(events);
-      return (await counts()).get;
-    });
-    const oursPolls = ours.polls;
-    const oursEvents = eventMarks[1] - eventMarks[0];
-    await red.deploy([{ id: 'tab', type: 'tab', label: 'idle' }]);
-    red.onSink(sinkRouter);
-    const bare = barePolling(n);
-    const theirs = await window(() => bare.polls());
-    const barePolls = theirs.polls;
-    bare.stop();
-    const ourUs = ((ours.cpuMs - idle.cpuMs) * 1000) / Math.max(1, oursPolls);
-    const bareUs = ((theirs.cpuMs - idle.cpuMs) * 1000) / Math.max(1, barePolls);
+    const us = { mem: [] as number[], file: [] as number[], bare: [] as number[] };
+    const ratio = { mem: [] as number[], file: [] as number[] };
+    const heap = { mem: [] as number[], file: [] as number[] };
+    const loop: number[] = [];
+    const polls: string[] = [];
+    /** One watch node polling the N tokens for a window; its heap per session from before the add to the end, after GC. */
+    const ours = async (id: string, key: 'mem' | 'file'): Promise<WatchWindow> => {
+      global.gc?.();
+      const heap0 = process.memoryUsage().heapUsed;
+      const e0 = events;
+      red.node(id).receive({ topic: 'watch', payload: tokens });
+      const w = await watchWindow(seconds, getCount);
+      global.gc?.();
+      heap[key].push((process.memoryUsage().heapUsed - heap0) / 1024 / n);
+      polls.push(`${key} ${w.polls} polls/${events - e0} events`);
+      loop.push(w.loopP99);
+      red.node(id).receive({ topic: 'unwatch', payload: '*' });
+      await new Promise((r) => setTimeout(r, 500)); // polls in flight end
+      return w;
+    };
+    const bareWindow = async (): Promise<WatchWindow> => {
+      red.onSink(sinkRouter);
+      const bare = barePolling(n);
+      const w = await watchWindow(seconds, () => bare.polls());
+      bare.stop();
+      red.onSink(() => events++);
+      await new Promise((r) => setTimeout(r, 500));
+      return w;
+    };
+    const kinds = ['idle', 'mem', 'file', 'bare'] as const;
+    for (let r = 0; r < WATCH_ROUNDS; r++) {
+      const got: Partial<Record<(typeof kinds)[number], WatchWindow>> = {};
+      for (const k of kinds.slice(r % 4).concat(kinds.slice(0, r % 4))) {
+        got[k] = k === 'idle' ? await watchWindow(seconds) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
+      }
+      const perPoll = (w: WatchWindow) => ((w.cpuMs - (got.idle as WatchWindow).cpuMs) * 1000) / Math.max(1, w.polls);
+      const b = perPoll(got.bare as WatchWindow);
+      for (const k of ['mem', 'file'] as const) {
+        us[k].push(perPoll(got[k] as WatchWindow));
+        ratio[k].push(perPoll(got[k] as WatchWindow) / b);
+      }
+      us.bare.push(b);
+      console.log(`watch ${n} round ${r + 1}: mem ${us.mem.at(-1)?.toFixed(0)} file ${us.file.at(-1)?.toFixed(0)} bare ${b.toFixed(0)} µs/poll; idle ${got.idle?.cpuMs.toFixed(0)} ms; ${polls.slice(-2).join(', ')}`);
+    }
+    const expected = (n * seconds * 1000) / WATCH_INTERVAL_MS;
     rows.push(
-      `| ${n} | ${oursPolls} of ${expected} (${oursEvents} events) / ${barePolls} | ${ourUs.toFixed(0)} / ${bareUs.toFixed(0)} (${(ourUs / bareUs).toFixed(2)}) | ${((ours.heapMiB * 1024) / n).toFixed(2)} KiB | ${addMs.toFixed(0)} | ${ours.loopP99.toFixed(1)} |`,
+      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} |`,
     );
     console.log(rows.at(-1));
   }
   return [
-    `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval for ${WATCH_SECONDS} s; the meter advances on every poll, so every poll emits an event`,
+    `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
     '',
-    'Compared with bare axios (as configured by the client, plus JSON.parse) polling the same tokens on the same schedule from one timer. CPU per poll has the idle runtime subtracted.',
+    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
     '',
-    '| sessions | polls made (ours, of expected) / bare | CPU µs per poll: ours / bare (ratio) | heap per session (ours) | adding N tokens in one message, ms | event-loop delay p99, ms (ours) |',
-    '|---|---|---|---|---|---|',
+    '| sessions | polls made / events sent (ours), per window | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours) |',
+    '|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+/**
+ * Tokens added one per message (`msg.topic = "watch"`), as a depot adds one when
+ * a session starts: N messages, CPU and time per message, state in memory and
+ * in localfilesystem. The interval is a day so that polls do not count.
+ */
+async function watchAdds(): Promise<string> {
+  const rows: string[] = [];
+  await deployWatchFlow(86_400);
+  red.onSink(() => undefined);
+  for (const n of ADD_SIZES) {
+    const cells: string[] = [];
+    for (const id of ['w-mem', 'w-file']) {
+      const node = red.node(id);
+      const perMsg: number[] = [];
+      for (let r = 0; r < (n >= 100_000 ? 1 : 3); r++) {
+        global.gc?.();
+        const cpu0 = process.cpuUsage();
+        for (let i = 0; i < n; i++) node.receive({ topic: 'watch', payload: `A${r}-${i}` });
+        await new Promise((res) => setImmediate(res));
+        const cpu = process.cpuUsage(cpu0);
+        perMsg.push((cpu.user + cpu.system) / n);
+        node.receive({ topic: 'unwatch', payload: '*' });
+        await new Promise((res) => setTimeout(res, 200));
+      }
+      cells.push(spread(perMsg, 1));
+    }
+    rows.push(`| ${n} | ${cells.join(' | ')} |`);
+    console.log(rows.at(-1));
+  }
+  return [
+    '### 5a. Adding tokens one per message (`msg.topic = "watch"`, one token each)',
+    '',
+    'CPU per message, µs, median [min–max] of 3 runs (1 run at 100 000), including Node-RED delivering each message to the node and the state written to the context store.',
+    '',
+    '| tokens added | memory store | localfilesystem |',
+    '|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -457,7 +541,11 @@ async function main(): Promise<void> {
   server = fork(path.join(__dirname, 'server.js'));
   const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
   base = `http://127.0.0.1:${port}`;
-  red = await EmbeddedNodeRed.start({ chargingSession: { minPollIntervalSec: 1 }, functionGlobalContext: {} });
+  red = await EmbeddedNodeRed.start({
+    chargingSession: { minPollIntervalSec: 1 },
+    functionGlobalContext: {},
+    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } },
+  });
   red.onSink(sinkRouter);
   // The best case for the hand-made flow: a token fetched once beforehand, never renewed.
   const tok = await axios.post(`${base}/auth/v1/token`, 'grant_type=client_credentials', { proxy: false });
@@ -465,12 +553,14 @@ async function main(): Promise<void> {
   red.node('set').receive({});
   await new Promise((r) => setTimeout(r, 200));
 
-  const sections = [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchScale(), coldStart()];
+  const sections = WATCH_ONLY
+    ? [await watchAdds(), await watchScale()]
+    : [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchAdds(), await watchScale(), coldStart()];
   await red.stop();
   server.send({ cmd: 'exit' });
   const date = new Date().toISOString().slice(0, 10);
   const md = [
-    `# Benchmark results ${date}`,
+    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : ''}`,
     '',
     `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}, axios ${require('axios/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
     '',
@@ -480,8 +570,12 @@ async function main(): Promise<void> {
   if (!QUICK) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
-    fs.writeFileSync(path.join(dir, `${date}.md`), md);
-    fs.writeFileSync(path.join(dir, 'latest.md'), md);
+    if (WATCH_ONLY) {
+      fs.writeFileSync(path.join(dir, `${date}-watch.md`), md);
+    } else {
+      fs.writeFileSync(path.join(dir, `${date}.md`), md);
+      fs.writeFileSync(path.join(dir, 'latest.md'), md);
+    }
   }
   process.exit(0);
 }
