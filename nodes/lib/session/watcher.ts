@@ -13,7 +13,7 @@ export type WatchEventKind =
   | 'pending' // a session appeared, not started yet (no transactionId)
   | 'started' // the session has a transactionId
   | 'updated' // the meter advanced
-  | 'ended' // the session is no longer found
+  | 'ended' // the session is no longer found (confirmed by a second query)
   | 'poll'; // a poll with no change (only when every poll is asked for)
 
 export interface WatchedSession extends SessionInfo {
@@ -36,6 +36,11 @@ export interface WatcherOptions {
   derive?: DeriveOptions;
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
+  /**
+   * Pause before the query that confirms a "no session" for a session seen
+   * active, ms (default min(2 s, interval / 2)): one "not found" is not an end.
+   */
+  confirmEndMs?: number;
   now?: () => number;
 }
 
@@ -66,6 +71,8 @@ export class SessionWatcher {
   private timer: NodeJS.Timeout | null = null;
   private lastTick = 0;
   private closed = false;
+  /** pauses before a confirming query, cleared with the watch list */
+  private readonly confirming = new Set<NodeJS.Timeout>();
   private readonly now: () => number;
 
   constructor(
@@ -112,6 +119,8 @@ export class SessionWatcher {
     this.order = [];
     this.cursor = 0;
     this.stopTimer();
+    for (const t of this.confirming) clearTimeout(t);
+    this.confirming.clear();
   }
 
   /** The watched tokens, in polling order. */
@@ -176,22 +185,52 @@ export class SessionWatcher {
     entry.inFlight = true;
     this.poll(entry.token).then(
       (record) => {
+        if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false); // unwatched meanwhile
+        if (record === null && entry.seen) return this.confirmEnd(entry);
         entry.inFlight = false;
-        if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
         entry.lastError = null;
         for (const e of this.observe(entry, record)) this.deliver(e);
       },
-      (err: unknown) => {
-        entry.inFlight = false;
-        if (this.entries.get(entry.token) !== entry) return;
-        const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
-        if (error.code === 'CLOSED') return;
-        // One report per streak of the same failure, not one per poll.
-        if (entry.lastError === error.message) return;
-        entry.lastError = error.message;
-        this.report(entry.token, error);
-      },
+      (err: unknown) => this.pollFailed(entry, err),
     );
+  }
+
+  /**
+   * A session seen a poll ago is not found: ask once more after a short pause
+   * before reporting it ended, so that one stray "not found" (a gateway's
+   * hiccup, a restarting backend) does not end and restart every session. The
+   * entry stays in flight meanwhile, so the schedule does not poll it too.
+   */
+  private confirmEnd(entry: Entry): void {
+    const pause = this.options.confirmEndMs ?? Math.min(2_000, this.options.intervalMs / 2);
+    const timer = setTimeout(() => {
+      this.confirming.delete(timer);
+      if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
+      this.poll(entry.token).then(
+        (record) => {
+          entry.inFlight = false;
+          if (this.entries.get(entry.token) !== entry) return;
+          entry.lastError = null;
+          // null again: ended; the session again: nothing, or updated if the meter moved.
+          for (const e of this.observe(entry, record)) this.deliver(e);
+        },
+        // A failing confirmation is an error, not an end: the next poll asks again.
+        (err: unknown) => this.pollFailed(entry, err),
+      );
+    }, pause);
+    timer.unref?.();
+    this.confirming.add(timer);
+  }
+
+  private pollFailed(entry: Entry, err: unknown): void {
+    entry.inFlight = false;
+    if (this.entries.get(entry.token) !== entry) return;
+    const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
+    if (error.code === 'CLOSED') return;
+    // One report per streak of the same failure, not one per poll.
+    if (entry.lastError === error.message) return;
+    entry.lastError = error.message;
+    this.report(entry.token, error);
   }
 
   /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */

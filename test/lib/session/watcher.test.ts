@@ -24,7 +24,8 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
     const queue = [...answers];
     const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, emitEveryPoll }, (e) => events.push(e), () => undefined);
     w.watch(['T']);
-    await clock.tickAsync(answers.length * 1_000 + 10);
+    // One interval more: an end is reported after its confirming query, half an interval later.
+    await clock.tickAsync(answers.length * 1_000 + 1_010);
     w.close();
     return events;
   }
