@@ -5,7 +5,7 @@
  * No Node-RED and no HTTP in here: the poll function is given.
  */
 import { ChargingError } from '../errors';
-import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo } from './record';
+import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo, SessionTotals, sessionTotals } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
 
@@ -21,12 +21,16 @@ export interface WatchedSession extends SessionInfo {
   powerKW: number | null;
 }
 
+/** On 'ended': the last values seen, with the session's totals (endedAt: when the end was seen). */
+export type EndedSession = WatchedSession & SessionTotals;
+
 export interface WatchEvent {
   token: string;
   event: WatchEventKind;
   /** the record as the service returned it, or null when the session is gone */
   record: ProgressRecord | null;
-  session: WatchedSession | null;
+  /** an EndedSession on 'ended' */
+  session: WatchedSession | EndedSession | null;
 }
 
 export interface WatcherOptions {
@@ -256,7 +260,7 @@ export class SessionWatcher {
     const token = entry.token;
     if (record === null) {
       if (entry.seen) {
-        events.push({ token, event: 'ended', record: null, session: entry.last });
+        events.push(this.ended(entry));
         this.reset(entry);
       } else if (this.options.emitEveryPoll) {
         events.push({ token, event: 'poll', record: null, session: null });
@@ -266,7 +270,7 @@ export class SessionWatcher {
     const info = deriveSession(record, this.options.derive);
     if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
       // A new session with the same token between two polls: the old one ended.
-      events.push({ token, event: 'ended', record: null, session: entry.last });
+      events.push(this.ended(entry));
       this.reset(entry);
     }
     const session: WatchedSession = { ...info, powerKW: this.power(entry, record, info) };
@@ -281,6 +285,12 @@ export class SessionWatcher {
     entry.last = session;
     if (kind) events.push({ token, event: kind, record, session });
     return events;
+  }
+
+  /** The ended event: the last values seen and the totals, endedAt by the wall clock (people read it). */
+  private ended(entry: Entry): WatchEvent {
+    const session: EndedSession | null = entry.last && { ...entry.last, ...sessionTotals(entry.last, Date.now()) };
+    return { token: entry.token, event: 'ended', record: null, session };
   }
 
   private reset(entry: Entry): void {

@@ -68,8 +68,11 @@ describe('SessionWatcher: an end is confirmed before it is reported (simulator o
 
   it('a real end gives exactly one ended, confirmed by a second query', async () => {
     const tx = await watchRunningSession();
+    const stoppedAt = Date.now();
     await stop(tx);
     await until(() => kinds().includes('ended'), 'ended');
+    const endedAt = Date.parse(String((events.find((e) => e.event === 'ended')?.session as { endedAt?: string }).endedAt));
+    assert.ok(endedAt >= stoppedAt && endedAt <= Date.now(), 'endedAt: when the end was seen, by the wall clock');
     const after = gets();
     await until(() => gets() >= after + 3, 'three more polls');
     assert.equal(kinds().filter((k) => k === 'ended').length, 1, `events: ${kinds().join()}`);
