@@ -50,7 +50,9 @@ async function main(): Promise<void> {
            faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
 Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, simulatorEnv(sim));
+  // Example 10 appends ended sessions to this file: the demo's own user dir, not ~/.node-red.
+  const sessionLog = process.env.CHARGING_SESSION_LOG ?? path.join(dataDir, 'charging-sessions.csv');
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, { ...simulatorEnv(sim), CHARGING_SESSION_LOG: sessionLog });
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };

@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
@@ -17,7 +18,7 @@ import { helper, NODES, startSimulator, until, fromNodeRed, Sink, send, clientFo
 const EXAMPLES = path.join(__dirname, '..', '..', '..', 'examples');
 const CORE_DIR = path.dirname(fromNodeRed('@node-red/nodes/core/common/20-inject.js')).replace(/common$/, '');
 /* eslint-disable @typescript-eslint/no-require-imports */
-const CORE_MODULES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-switch.js', 'function/15-change.js', 'sequence/17-split.js', 'function/rbe.js', 'network/21-httprequest.js'].map((f) =>
+const CORE_MODULES = ['common/20-inject.js', 'common/90-comment.js', 'function/10-switch.js', 'function/15-change.js', 'sequence/17-split.js', 'function/rbe.js', 'network/21-httprequest.js', 'function/10-function.js', 'parsers/70-CSV.js', 'storage/10-file.js'].map((f) =>
   require(path.join(CORE_DIR, f)),
 );
 /* eslint-enable @typescript-eslint/no-require-imports */
@@ -287,6 +288,48 @@ describe('examples/', () => {
       assert.equal((Sink.of('e09-err-auth').messages[0].error as { code: string }).code, 'CONFIG');
       assert.match(String((Sink.of('e09-err-auth').messages[0].error as { message: string }).message), /CHARGING_CLIENT_SECRET/);
       assert.equal(Sink.of('e09-err-other').messages.length, 0);
+    });
+
+    it('10 session log: each ended session is one CSV line with its totals, and the month\'s kWh per token adds up in flow context', async () => {
+      await simulator({ powerW: 200_000 });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e10-'));
+      const file = path.join(dir, 'sessions.csv');
+      process.env.CHARGING_SESSION_LOG = file;
+      try {
+        await run('10 Session log.json');
+        const logged = Sink.of('e10-d-logged');
+        const transactions: string[] = [];
+        for (const n of [1, 2]) {
+          send('e10-i-start', {});
+          await until(() => (sim.session('E10-RFID-1')?.startedAt ?? Infinity) + 300 <= Date.now(), `session ${n} charging`, 8000);
+          transactions.push(sim.session('E10-RFID-1')?.transactionId as string);
+          send('e10-i-stop', {});
+          await until(() => logged.messages.length === n && Sink.of('e10-d-month').messages.length === n, `session ${n} logged`, 8000);
+        }
+        const lines = fs.readFileSync(file, 'utf8').split('\n');
+        assert.equal(lines.pop(), '', 'each line ends with a newline');
+        assert.equal(lines.length, 2, 'one line per ended session, appended');
+        const sessions = logged.messages.map((m) => m.session as Record<string, string | number>);
+        const columns = ['endedAt', 'startedAt', 'token', 'locationId', 'evseId', 'transactionId', 'cdrId', 'energyKWh', 'durationSec'];
+        lines.forEach((line, i) => {
+          assert.equal(line, columns.map((c) => String(sessions[i][c])).join(','));
+          const [, , token, locationId, evseId, tx, , kwh] = line.split(',');
+          assert.deepEqual([token, locationId, evseId, tx], ['E10-RFID-1', 'E10-LOC', '1', transactions[i]]);
+          assert.ok(Number(kwh) > 0, line);
+        });
+        const d = new Date(String(sessions[1].endedAt));
+        const month = `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}`;
+        const total = Math.round((Number(sessions[0].energyKWh) + Number(sessions[1].energyKWh)) * 1000) / 1000;
+        // Through JSON: objects made in the function node's sandbox have another prototype.
+        const plain = (v: unknown) => JSON.parse(JSON.stringify(v)) as unknown;
+        assert.deepEqual(plain(helper.getNode('e10-f-month').context().flow.get('chargingMonthlyKWh')), { [month]: { 'E10-RFID-1': total } });
+        assert.deepEqual(plain((Sink.of('e10-d-month').messages[1] as { payload: unknown }).payload), { month, token: 'E10-RFID-1', totalKWh: total, sessionKWh: sessions[1].energyKWh });
+        assert.deepEqual(errorsLogged(), []);
+        assert.deepEqual(redStatuses(), []);
+      } finally {
+        delete process.env.CHARGING_SESSION_LOG;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });
