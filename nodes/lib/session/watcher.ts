@@ -36,6 +36,8 @@ export interface WatcherOptions {
   derive?: DeriveOptions;
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
+  /** pause before the query that confirms an end (default: half the interval, at most 2 s) */
+  confirmEndMs?: number;
   now?: () => number;
 }
 
@@ -67,6 +69,8 @@ export class SessionWatcher {
   private lastTick = 0;
   private closed = false;
   private readonly now: () => number;
+  /** pending "is it really gone?" queries, cleared on close */
+  private readonly confirmTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly poll: PollFn,
@@ -121,6 +125,8 @@ export class SessionWatcher {
 
   close(): void {
     this.closed = true;
+    for (const t of this.confirmTimers) clearTimeout(t);
+    this.confirmTimers.clear();
     this.unwatchAll();
   }
 
@@ -172,13 +178,14 @@ export class SessionWatcher {
     this.timer.unref?.();
   }
 
-  private pollOne(entry: Entry): void {
+  private pollOne(entry: Entry, confirming = false): void {
     entry.inFlight = true;
     this.poll(entry.token).then(
       (record) => {
-        entry.inFlight = false;
-        if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
+        if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false); // unwatched meanwhile
         entry.lastError = null;
+        if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
+        entry.inFlight = false;
         for (const e of this.observe(entry, record)) this.deliver(e);
       },
       (err: unknown) => {
@@ -192,6 +199,25 @@ export class SessionWatcher {
         this.report(entry.token, error);
       },
     );
+  }
+
+  /**
+   * The end rule (README "Watch mode"): a session that was there a poll ago and
+   * is now "not found" is asked for once more, after a short pause, before it is
+   * reported ended. One answer is not enough: a gateway that loses its route for
+   * a moment, or one bad node behind a load balancer, would otherwise end (and
+   * then start again) every watched session. The entry stays in flight meanwhile,
+   * so the regular schedule does not poll it twice.
+   */
+  private confirmEnd(entry: Entry): void {
+    const pauseMs = this.options.confirmEndMs ?? Math.min(2000, this.options.intervalMs / 2);
+    const timer = setTimeout(() => {
+      this.confirmTimers.delete(timer);
+      if (this.closed || this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
+      this.pollOne(entry, true);
+    }, pauseMs);
+    timer.unref?.();
+    this.confirmTimers.add(timer);
   }
 
   /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */
