@@ -121,6 +121,13 @@ export interface RecordedRequest {
   at: number;
 }
 
+interface Arrivals {
+  all: number;
+  /** arrivals not refused with 401 or 429 */
+  taken: number;
+  duplicates: number;
+}
+
 interface Session {
   locationId: string;
   evseId: string;
@@ -155,9 +162,13 @@ export interface SimulatorCounters {
   startArrivals: number;
   /** every STOP that arrived, whatever it was answered */
   stopArrivals: number;
-  /** arrivals of a START already seen (same token, locationId and evseId): the same message twice */
+  /**
+   * Arrivals of a START already seen (same token, locationId and evseId) whatever
+   * either was answered, unless every earlier arrival was refused with 401 or 429
+   * (the service said it did not act: sending it again is allowed).
+   */
   duplicateStartArrivals: number;
-  /** arrivals of a STOP already seen (same transactionId), whatever either was answered */
+  /** the same for STOP (same transactionId): a second STOP answered 404 "already stopped" counts */
   duplicateStopArrivals: number;
 }
 
@@ -179,7 +190,7 @@ export class ChargingServiceSimulator {
   private readonly tokens = new Map<string, { expiresAt: number; revoked: boolean }>();
   private readonly sessions = new Map<string, Session>();
   private faults: FaultRule[] = [];
-  private readonly arrived = { START: new Map<string, number>(), STOP: new Map<string, number>() };
+  private readonly arrived = { START: new Map<string, Arrivals>(), STOP: new Map<string, Arrivals>() };
   private server: http.Server | null = null;
   private readonly sockets = new Set<Socket>();
   private readonly now: () => number;
@@ -229,7 +240,10 @@ export class ChargingServiceSimulator {
     server.on('connection', (s: Socket) => {
       this.counters.connections++;
       this.sockets.add(s);
-      s.on('close', () => this.sockets.delete(s));
+      s.on('close', () => {
+        this.sockets.delete(s);
+        clearTimeout(this.idleTimers.get(s));
+      });
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -274,6 +288,12 @@ export class ChargingServiceSimulator {
     this.faults.push({ times: 1, ...rule, applied: 0 });
   }
 
+  /** idle-close from now on (ms), or back to the normal keep-alive with its hint (null), leaving the other faults armed. */
+  setIdleClose(ms: number | null): void {
+    this.idleCloseMs = ms;
+    this.applyKeepAlive();
+  }
+
   clearFaults(): void {
     this.faults = [];
     this.idleCloseMs = this.initialIdleCloseMs;
@@ -305,11 +325,21 @@ export class ChargingServiceSimulator {
    * token|locationId|evseId (commandKey), STOP keyed by its transactionId.
    */
   arrivals(action: 'START' | 'STOP', key: string): number {
-    return this.arrived[action].get(key) ?? 0;
+    return this.arrived[action].get(key)?.all ?? 0;
   }
 
-  /** Counts a command at the door, before any fault or check decides its answer. */
-  private countArrival(rec: RecordedRequest): void {
+  /** How many arrivals of this command were duplicates (see SimulatorCounters.duplicateStartArrivals). */
+  duplicateArrivals(action: 'START' | 'STOP', key: string): number {
+    return this.arrived[action].get(key)?.duplicates ?? 0;
+  }
+
+  /**
+   * Counts a command at the door, before any fault or check decides its answer.
+   * It counts as taken (the station may act on it) unless its answer, sent in
+   * full, is 401 or 429: only then may the same message come again without
+   * being a duplicate.
+   */
+  private countArrival(rec: RecordedRequest, res: http.ServerResponse): void {
     let cmd: unknown;
     try {
       cmd = JSON.parse(rec.body);
@@ -318,14 +348,22 @@ export class ChargingServiceSimulator {
     }
     const id = cmd && typeof cmd === 'object' ? commandKey(cmd as Record<string, unknown>) : null;
     if (!id) return;
-    const seen = this.arrived[id.action].get(id.key) ?? 0;
-    this.arrived[id.action].set(id.key, seen + 1);
+    let a = this.arrived[id.action].get(id.key);
+    if (!a) this.arrived[id.action].set(id.key, (a = { all: 0, taken: 0, duplicates: 0 }));
+    const entry = a;
+    entry.all++;
+    const duplicate = entry.taken > 0;
+    if (duplicate) entry.duplicates++;
+    entry.taken++;
+    res.on('finish', () => {
+      if (res.statusCode === 401 || res.statusCode === 429) entry.taken--;
+    });
     if (id.action === 'START') {
       this.counters.startArrivals++;
-      if (seen > 0) this.counters.duplicateStartArrivals++;
+      if (duplicate) this.counters.duplicateStartArrivals++;
     } else {
       this.counters.stopArrivals++;
-      if (seen > 0) this.counters.duplicateStopArrivals++;
+      if (duplicate) this.counters.duplicateStopArrivals++;
     }
   }
 
@@ -354,9 +392,7 @@ export class ChargingServiceSimulator {
     clearTimeout(this.idleTimers.get(socket));
     res.on('finish', () => {
       if (this.idleCloseMs === null || socket.destroyed) return;
-      const timer = setTimeout(() => socket.destroy(), this.idleCloseMs);
-      this.idleTimers.set(socket, timer);
-      socket.once('close', () => clearTimeout(timer));
+      this.idleTimers.set(socket, setTimeout(() => socket.destroy(), this.idleCloseMs));
     });
   }
 
@@ -403,7 +439,7 @@ export class ChargingServiceSimulator {
     const target: FaultTarget | null =
       rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
     if (target === 'token') this.counters.tokenRequests++;
-    if (target === 'post') this.countArrival(rec);
+    if (target === 'post') this.countArrival(rec, res);
     if (target && this.takeFault(target, 'close-after-answer')) {
       // After the whole answer has reached the kernel: the next request on this pooled socket meets a closed connection.
       res.on('finish', () => req.socket.destroy());
