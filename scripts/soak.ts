@@ -328,6 +328,9 @@ async function main(): Promise<void> {
     // Token requests are rare (one per token lifetime): faults for them would queue up until every
     // token request met one. One at a time keeps the token endpoint flaky rather than dead.
     if (rule.target === 'token' && sim.pendingFaults().some((f) => f.target === 'token')) return;
+    // The same for revocations: while the client backs off after a token failure no service request
+    // uses them up, and a pile of them would revoke every fresh token after the pause, for ever.
+    if (rule.kind === 'revoke' && sim.pendingFaults().some((f) => f.kind === 'revoke')) return;
     sim.inject({ ...rule });
     stats.faultsInjected++;
   }, 100);
@@ -388,6 +391,8 @@ async function main(): Promise<void> {
   const md = `# Soak run\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
   console.log(md);
   if (firstError.size) console.log('One message per error kind:\n' + [...firstError].map(([k, m]) => `  ${k}: ${m}`).join('\n'));
+  const beyond = [...stopsSent].filter(([key, sent]) => sim.duplicateArrivals('STOP', key) > sent - 1);
+  if (beyond.length) console.log('STOPs that arrived more often than sent:\n' + beyond.slice(0, 10).map(([key, sent]) => `  ${key}: sent ${sent}, answered ${sim.arrivalAnswers('STOP', key).join(', ')}`).join('\n'));
   if (unclear.length) console.log('Unclear errors:\n' + unclear.join('\n'));
   if (crashReasons.length) console.log('Crashes:\n' + crashReasons.slice(0, 5).join('\n'));
   if (args.out) {

@@ -17,6 +17,8 @@ interface Arrivals {
   /** arrivals not refused with 401 or 429 */
   taken: number;
   duplicates: number;
+  /** what each arrival was answered, in order (0: no full answer: reset, hang, cut); the first 10 */
+  answers: number[];
 }
 
 export class ArrivalBook {
@@ -30,6 +32,10 @@ export class ArrivalBook {
 
   duplicates(action: 'START' | 'STOP', key: string): number {
     return this.arrived[action].get(key)?.duplicates ?? 0;
+  }
+
+  answers(action: 'START' | 'STOP', key: string): readonly number[] {
+    return this.arrived[action].get(key)?.answers ?? [];
   }
 
   clear(): void {
@@ -52,13 +58,16 @@ export class ArrivalBook {
     const id = cmd && typeof cmd === 'object' ? commandKey(cmd as Record<string, unknown>) : null;
     if (!id) return;
     let entry = this.arrived[id.action].get(id.key);
-    if (!entry) this.arrived[id.action].set(id.key, (entry = { all: 0, taken: 0, duplicates: 0 }));
+    if (!entry) this.arrived[id.action].set(id.key, (entry = { all: 0, taken: 0, duplicates: 0, answers: [] }));
     const e = entry;
     e.all++;
     const duplicate = e.taken > 0;
     if (duplicate) e.duplicates++;
     e.taken++;
+    const i = e.answers.length;
+    if (i < 10) e.answers.push(0);
     res.on('finish', () => {
+      if (i < 10) e.answers[i] = res.statusCode;
       if (res.statusCode === 401 || res.statusCode === 429) e.taken--;
     });
     if (id.action === 'START') {

@@ -139,6 +139,11 @@ export class ChargingServiceSimulator {
     return this.arrived.duplicates(action, key);
   }
 
+  /** What each arrival of this command was answered, in order (0: no full answer); the first 10. */
+  arrivalAnswers(action: 'START' | 'STOP', key: string): readonly number[] {
+    return this.arrived.answers(action, key);
+  }
+
   /** The live session for an RFID token, if any (tests look inside). */
   session(token: string): Readonly<Session> | undefined {
     return this.sessions.byToken.get(token);
