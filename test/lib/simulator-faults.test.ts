@@ -125,6 +125,21 @@ describe('simulator faults of real servers and gateways', () => {
     assert.equal(sim.counters.starts, 0, 'the gateway answered: the service saw nothing');
   });
 
+  it('the new faults at run time over /__sim/faults, and DELETE clears them', async () => {
+    sim = await started();
+    const arm = (rule: object) => fetch(`${sim.url}/__sim/faults`, { method: 'POST', body: JSON.stringify(rule) });
+    assert.equal((await arm({ target: 'any', kind: 'route-404', times: 'Infinity' })).status, 200);
+    assert.equal((await arm({ target: 'any', kind: 'idle-close', delayMs: 200 })).status, 200);
+    const state = (await (await fetch(`${sim.url}/__sim/state`)).json()) as { idleCloseMs: number; faults: Array<{ kind: string }> };
+    assert.equal(state.idleCloseMs, 200);
+    assert.deepEqual(state.faults.map((f) => f.kind), ['route-404']);
+    for (let i = 0; i < 2; i++) assert.equal((await fetch(`${sim.url}${SESSIONS_PATH}?token=T1`)).status, 404);
+    assert.doesNotMatch((await rawRequest(sim, 100)).head, /keep-alive: timeout/i);
+    await fetch(`${sim.url}/__sim/faults`, { method: 'DELETE' });
+    assert.equal((await fetch(`${sim.url}${SESSIONS_PATH}?token=T1`)).status, 401, 'the service again: no bearer token');
+    assert.match((await rawRequest(sim, 100)).head, /keep-alive: timeout=5/i);
+  });
+
   it('ignore-stop: the next n STOPs get 202 and the session goes on; the one after ends it', async () => {
     sim = await started();
     const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };
