@@ -26,13 +26,14 @@ function hostOf(baseUrl: unknown): string | undefined {
  * connection; closes it, with a grace for requests on the wire, on redeploy.
  */
 export = function register(RED: NodeAPI): void {
-  function ChargingService(this: ChargingServiceNode & { credentials: Credentials; authUrl: string }, config: ServiceConfig): void {
+  function ChargingService(this: ChargingServiceNode & { credentials: Credentials; authUrl: string; baseUrl: string }, config: ServiceConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
     // Log lines read [charging-service:<name>]: without a name, say which service rather than an id.
     if (!config.name) node.name = hostOf(config.baseUrl);
     // Test connection compares against it: the stored secret only goes to the deployed token URL.
     node.authUrl = String(config.authUrl ?? '').trim();
+    node.baseUrl = String(config.baseUrl ?? '').trim();
     const deriveOptions: DeriveOptions = {
       meterUnit: config.meterUnit === 'kWh' ? 'kWh' : 'Wh',
       timestampZone: config.timestampZone === 'local' ? 'local' : 'UTC',
@@ -76,6 +77,7 @@ export = function register(RED: NodeAPI): void {
     credentials: {
       clientId: { type: 'text' },
       clientSecret: { type: 'password' },
+      apiKey: { type: 'password' },
     },
   });
 };

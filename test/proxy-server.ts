@@ -2,8 +2,16 @@
 import http from 'node:http';
 import net from 'node:net';
 
+export interface TestProxyOptions {
+  /** the Proxy-Authorization value required; without it the proxy answers 407 with a page listing the request's headers, as debug proxies do */
+  requireAuth?: string;
+  /** answer every CONNECT with this status instead of opening the tunnel (502: the proxy cannot reach the host); 0: close without answering */
+  connectStatus?: number;
+}
+
 export class TestProxy {
   readonly seen: string[] = [];
+  constructor(private readonly opts: TestProxyOptions = {}) {}
   private server: http.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
   port = 0;
@@ -11,6 +19,11 @@ export class TestProxy {
   async start(): Promise<this> {
     const server = http.createServer((req, res) => {
       this.seen.push(`${req.method} ${req.url}`);
+      if (this.refused(req.headers)) {
+        res.writeHead(407, { 'content-type': 'text/plain', 'proxy-authenticate': 'Basic realm="corp"' });
+        res.end(this.page(req));
+        return;
+      }
       const target = new URL(req.url ?? '');
       const upstream = http.request(
         { host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers: req.headers },
@@ -27,6 +40,16 @@ export class TestProxy {
     });
     server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
       this.seen.push(`CONNECT ${req.url}`);
+      const status = this.refused(req.headers) ? 407 : this.opts.connectStatus;
+      if (status === 0) {
+        client.destroy();
+        return;
+      }
+      if (status) {
+        const body = this.page(req);
+        client.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+        return;
+      }
       const [host, port] = String(req.url).split(':');
       const upstream = net.connect(Number(port), host, () => {
         client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -46,6 +69,20 @@ export class TestProxy {
     this.port = (server.address() as net.AddressInfo).port;
     this.server = server;
     return this;
+  }
+
+  private refused(headers: http.IncomingHttpHeaders): boolean {
+    return this.opts.requireAuth !== undefined && headers['proxy-authorization'] !== this.opts.requireAuth;
+  }
+
+  /** An error page that echoes the request line and every header, credentials included. */
+  private page(req: http.IncomingMessage): string {
+    const lines = [`${req.method} ${req.url}`];
+    // The credentials first, so that they fall inside the part of the page an error message keeps.
+    const auth = req.headers['proxy-authorization'];
+    if (auth) lines.push(`proxy-authorization: ${auth}`);
+    for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() !== 'proxy-authorization') lines.push(`${req.rawHeaders[i].toLowerCase()}: ${req.rawHeaders[i + 1]}`);
+    return `Proxy Authentication Required\n${lines.join('\n')}\n`;
   }
 
   get url(): string {

@@ -12,11 +12,11 @@ import { clientOptions, Credentials, effectiveCredentials, ServiceSettings } fro
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
 
-async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials): Promise<TestAnswer> {
+async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, skipProbe?: string): Promise<TestAnswer> {
   let client: ServiceClient | null = null;
   try {
     client = new ServiceClient(clientOptions(RED, settings, credentials).options);
-    const report = await client.testConnection();
+    const report = await client.testConnection({ skipProbe });
     return report.ok ? report : { ...report, error: report.message };
   } catch (err) {
     const raw = err instanceof Error ? err.message : String(err);
@@ -36,21 +36,31 @@ export function registerTestRoute(RED: NodeAPI): void {
     const typed = typeof body.clientSecret === 'string' && body.clientSecret !== '' && body.clientSecret !== '__PWRD__';
     const clientSecret = typed ? (body.clientSecret as string) : stored?.clientSecret;
     const clientId = typeof body.clientId === 'string' && body.clientId !== '' ? body.clientId : stored?.clientId;
+    const typedKey = typeof body.apiKey === 'string' && body.apiKey !== '__PWRD__';
+    const apiKey = typedKey ? (body.apiKey as string) : stored?.apiKey;
     // A secret the user did not type (stored, or from the environment) only ever goes to the
     // token URL it was deployed with, or to one the environment names: otherwise the test would
     // let an editor user send a secret they cannot read to a host of their choosing.
-    if (!typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedTokenUrl(RED, id, body.authUrl)) {
+    if (!typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl)) {
       const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
       res.json({ ok: false, error, message: error });
       return;
     }
-    void test(RED, body, { clientId, clientSecret }).then((answer) => res.json(answer));
+    // The token that stored secret buys is a live credential too: it goes only to the deployed base URL (or a `${NAME}` one).
+    // So is a stored API key.
+    const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
+    const storedKey = !typedKey && !!apiKey;
+    const skipProbe =
+      (storedSecret || storedKey) && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)
+        ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
+        : undefined;
+    void test(RED, body, { clientId, clientSecret, apiKey }, skipProbe).then((answer) => res.json(answer));
   });
 }
 
-/** The deployed configuration's token URL, or `${NAME}` (the process's environment, which editor users cannot set). */
-function trustedTokenUrl(RED: NodeAPI, id: string, authUrl: unknown): boolean {
-  if (envReference(authUrl) !== undefined) return true;
-  const deployed = id ? (RED.nodes.getNode(id) as (Node & { authUrl?: string }) | null) : null;
-  return !!deployed && deployed.authUrl === String(authUrl ?? '').trim();
+/** The deployed configuration's URL of that kind, or `${NAME}` (the process's environment, which editor users cannot set). */
+function trustedUrl(RED: NodeAPI, id: string, which: 'authUrl' | 'baseUrl', typed: unknown): boolean {
+  if (envReference(typed) !== undefined) return true;
+  const deployed = id ? (RED.nodes.getNode(id) as (Node & { authUrl?: string; baseUrl?: string }) | null) : null;
+  return !!deployed && typeof deployed[which] === 'string' && deployed[which] === String(typed ?? '').trim();
 }

@@ -26,7 +26,9 @@ export function transportReason(err: TransportError, allowedMs: number): string 
     case 'not-sent':
       return `could not connect (${err.code})`;
     case 'tls':
-      return `the TLS handshake failed (${err.code}). For a private CA, set it in a TLS configuration on the service node.`;
+      return `the TLS handshake failed (${err.code}): ${tlsHint(err.code)}`;
+    case 'proxy':
+      return proxyReason(err);
     case 'invalid':
       return `the request could not be built (${err.code})`;
     case 'deadline':
@@ -38,6 +40,36 @@ export function transportReason(err: TransportError, allowedMs: number): string 
   }
 }
 
+/**
+ * What a TLS handshake failure means, from its code: the cause a person can fix.
+ * The codes are OpenSSL's as Node reports them (X509 verify codes, SSL alerts).
+ */
+export function tlsHint(code: string): string {
+  if (/CERT_HAS_EXPIRED/.test(code)) return "the server's certificate has expired (or this machine's clock is wrong): the server needs a renewed certificate";
+  if (/CERT_NOT_YET_VALID/.test(code)) return "the server's certificate is not valid yet: check this machine's clock";
+  if (/ALTNAME|HOSTNAME_MISMATCH/.test(code)) return 'the host name in the URL is not one the certificate was issued for: use the name in the certificate, or ask for a certificate that covers this name';
+  if (/CERTIFICATE_REQUIRED|HANDSHAKE_FAILURE|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|ACCESS_DENIED/.test(code)) {
+    return 'the server refused the handshake; it probably requires a client certificate: set certificate and private key in the TLS configuration of the service node';
+  }
+  if (/SELF_SIGNED/.test(code)) return 'the server uses a self-signed certificate (or one from a private CA): set that certificate or its CA as the CA in a TLS configuration on the service node';
+  if (/UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|UNABLE_TO_GET_ISSUER_CERT_LOCALLY|CERT_UNTRUSTED|CERT_SIGNATURE_FAILURE/.test(code)) {
+    return "the certificate's issuer is not known here: set the CA certificate (the whole chain for a private CA) in a TLS configuration on the service node, or the server must send its intermediate certificates";
+  }
+  if (/^EPROTO$|WRONG_VERSION_NUMBER|PACKET_LENGTH_TOO_LONG|HTTP_REQUEST|^ECONNRESET$|^EPIPE$|^ERR_TLS_HANDSHAKE$|UNEXPECTED_EOF|^ECONNABORTED$/.test(code)) {
+    return 'the server did not speak TLS on this port (plain http on an https port?): check the scheme and port of the URL';
+  }
+  return 'check the URL and the TLS configuration of the service node (CA, certificate and key)';
+}
+
+/** Words for a failure at the proxy: names the proxy, never its credentials. */
+function proxyReason(err: TransportError): string {
+  const proxy = err.proxy ? `the proxy ${err.proxy}` : 'the proxy';
+  if (err.proxyStatus === 407) return `${proxy} refused the request: 407 Proxy Authentication Required. Set the proxy's user and password in the proxy URL (http://user:password@host:port)`;
+  if (err.proxyStatus) return `${proxy} answered ${err.proxyStatus} to CONNECT: it could not open a tunnel to the service`;
+  if (err.code === 'ERR_PROXY_CONNECT') return `${proxy} gave no valid answer to CONNECT (it closed the connection or did not speak HTTP)`;
+  return `could not connect to ${proxy} (${err.code})`;
+}
+
 /** A service exchange (START, STOP, progress) that ended without an answer. */
 export function transportError(err: TransportError, op: Operation, where: string, allowedMs: number): ChargingError {
   const cause = err.code;
@@ -46,7 +78,10 @@ export function transportError(err: TransportError, op: Operation, where: string
       // Surely not processed: safe to retry, POST included.
       return new ChargingError('NETWORK', `${op.what}: could not connect to ${where} (${err.code})`, { cause, retryable: true });
     case 'tls':
-      return new ChargingError('NETWORK', `${op.what}: TLS handshake with ${where} failed (${err.code}). For a private CA, set it in a TLS configuration on the service node.`, { cause });
+      // The request is written only after the handshake: nothing was sent, and sending again would fail the same way.
+      return new ChargingError('NETWORK', `${op.what}: TLS handshake with ${where}${err.proxy ? ` (through the proxy ${err.proxy})` : ''} failed (${err.code}): ${tlsHint(err.code)}. Nothing was sent.`, { cause });
+    case 'proxy':
+      return new ChargingError('NETWORK', `${op.what}: ${proxyReason(err)}; nothing reached ${where}`, { cause, statusCode: err.proxyStatus, retryable: err.proxyStatus !== 407 });
     case 'invalid':
       return new ChargingError('INTERNAL', `${op.what} could not be sent: ${transportReason(err, allowedMs)}. Nothing was sent; please report this.`, { cause });
     case 'closed':
@@ -101,6 +136,13 @@ export function statusError(res: RawResponse, op: Operation, text: string | unde
         : `${op.what} refused with 401 Unauthorized${said}`,
       { statusCode: 401, serviceMessage: text },
     );
+  }
+  if (status === 407) {
+    // Only a proxy answers 407 (RFC 9110 §15.5.8): the request never went past it.
+    return new ChargingError('NETWORK', `${op.what} refused by the proxy: 407 Proxy Authentication Required${said}. Nothing reached the service; set the proxy's user and password in the proxy URL (http://user:password@host:port)`, {
+      statusCode: 407,
+      serviceMessage: text,
+    });
   }
   if (status === 429) {
     const retryAfterMs = parseRetryAfter(res.headers['retry-after']);
@@ -216,4 +258,56 @@ export function safeHost(url: string): string {
   } catch {
     return 'the configured URL';
   }
+}
+
+/**
+ * A 404 to a progress query is the service's "no session" (DESIGN "No active
+ * session") only when it reads like the service: an empty body, or JSON of its
+ * own. An HTML page (nginx, a load balancer), plain text ("404 page not found")
+ * or a gateway's own JSON (Kong "no Route matched", AWS API Gateway, Azure API
+ * Management: a lost route) means the request never reached the service; read
+ * as "no session", every watched session would be reported ended.
+ * Returns the error for such an answer, undefined for the service's "no session".
+ */
+export function notFoundError(res: RawResponse, op: Operation, where: string, redactor: Redactor): ChargingError | undefined {
+  const text = res.text ?? '';
+  if (text.trim() === '' && !gatewayHeaders(res.headers)) return undefined;
+  const what = notServiceAnswer(res, text);
+  if (!what) return undefined;
+  const said = describeBody(text, redactor);
+  return new ChargingError(
+    'HTTP',
+    `${op.what} failed: ${where} answered 404 with ${what}${said ? ` (${said.slice(0, 120)})` : ''}, not the service's "no session" answer: the gateway or server has no route to the service. Check the Base URL and the gateway's routes`,
+    { statusCode: 404, serviceMessage: said },
+  );
+}
+
+/** Words for why a 404 is not the service's own, or undefined when it is. */
+function notServiceAnswer(res: RawResponse, text: string): string | undefined {
+  const gateway = gatewayHeaders(res.headers);
+  if (gateway) return `${gateway}'s own answer`;
+  const type = String(res.headers['content-type'] ?? '').toLowerCase();
+  const trimmed = text.trimStart();
+  if (type.includes('html') || trimmed.startsWith('<')) return 'an HTML page';
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return 'a text that is not JSON';
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'JSON that is not an object';
+  const words = messageFields(body, 0) ?? '';
+  if (GATEWAY_WORDS.test(words)) return "a gateway's own JSON";
+  return undefined;
+}
+
+/** What gateways say when no route matches (Kong, AWS API Gateway, Azure APIM, Traefik, Spring, Express). */
+const GATEWAY_WORDS = /no route|route .*not found|no matching (route|operation)|resource not found|api not found|missing authentication token|unknown (path|route|url)|no such path|page not found|cannot (get|post) \//i;
+
+/** The gateway that answered by itself, from its headers, or undefined. */
+function gatewayHeaders(headers: Record<string, unknown>): string | undefined {
+  if (headers['x-amzn-errortype'] !== undefined) return 'AWS API Gateway';
+  // Kong marks an answer it made itself with X-Kong-Response-Latency, a proxied one with X-Kong-Upstream-Latency.
+  if (headers['x-kong-response-latency'] !== undefined && headers['x-kong-upstream-latency'] === undefined) return 'Kong';
+  return undefined;
 }
