@@ -44,7 +44,8 @@ export async function sendWhenConfirmed(
   ctx.status(Status.waiting(what === 'START' ? 'waitingStart' : 'waitingEnd'));
   try {
     const record = await waitForSession(
-      async (t) => (await ctx.client.getProgress(t, { signal: ctx.signal })).record,
+      // The wait hands each poll a signal that also carries the node's close.
+      async (t, signal) => (await ctx.client.getProgress(t, { signal: signal ?? ctx.signal })).record,
       token,
       want,
       what,
