@@ -44,6 +44,7 @@ export const STATUS_KEYS = [
   'waitingEnd',
   'startNotConfirmed',
   'stopNotConfirmed',
+  'stoppingAttempt',
   'watching',
   'watchingEnergy',
   'watchingEvent',
@@ -60,6 +61,7 @@ export const STATUS_KEYS = [
   'error.networkCause',
   'error.badResponse',
   'error.notConfirmed',
+  'error.notStopped',
   'error.noSession',
   'error.config',
   'error.closed',
@@ -106,6 +108,8 @@ export function badgeReason(err: unknown): { key: StatusKey; values?: Values } {
       return { key: 'error.badResponse' };
     case 'NOT_CONFIRMED':
       return { key: 'error.notConfirmed' };
+    case 'NOT_STOPPED':
+      return { key: 'error.notStopped' };
     case 'NO_SESSION':
       return { key: 'error.noSession' };
     case 'CONFIG':
