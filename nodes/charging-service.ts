@@ -77,6 +77,7 @@ export = function register(RED: NodeAPI): void {
     credentials: {
       clientId: { type: 'text' },
       clientSecret: { type: 'password' },
+      apiKey: { type: 'password' },
     },
   });
 };

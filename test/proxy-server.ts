@@ -5,7 +5,7 @@ import net from 'node:net';
 export interface TestProxyOptions {
   /** the Proxy-Authorization value required; without it the proxy answers 407 with a page listing the request's headers, as debug proxies do */
   requireAuth?: string;
-  /** answer every CONNECT with this status instead of opening the tunnel (502: the proxy cannot reach the host) */
+  /** answer every CONNECT with this status instead of opening the tunnel (502: the proxy cannot reach the host); 0: close without answering */
   connectStatus?: number;
 }
 
@@ -41,6 +41,10 @@ export class TestProxy {
     server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
       this.seen.push(`CONNECT ${req.url}`);
       const status = this.refused(req.headers) ? 407 : this.opts.connectStatus;
+      if (status === 0) {
+        client.destroy();
+        return;
+      }
       if (status) {
         const body = this.page(req);
         client.end(`HTTP/1.1 ${status} Refused\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);

@@ -6,8 +6,8 @@
 import type https from 'node:https';
 import type { Node, NodeAPI } from 'node-red';
 import type { ServiceClientOptions } from '../lib/client/service-client';
-import { DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
-import { isAuthMethod } from '../lib/client/token-endpoint';
+import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
+import { isAuthMethod, parseTokenParams } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
 import { checkEndpointUrl, positiveNumber, resolveEnvReference } from '../lib/settings';
 
@@ -22,11 +22,17 @@ export interface ServiceSettings {
   allowInsecureHttp?: unknown;
   /** id of a tls-config node */
   tls?: unknown;
+  /** the header an API gateway reads its key from (default x-api-key) */
+  apiKeyHeader?: unknown;
+  /** extra token request parameters, key=value&key2=value2 */
+  tokenParams?: unknown;
 }
 
 export interface Credentials {
   clientId?: string;
   clientSecret?: string;
+  /** an API gateway's key (password field): sent on service requests only */
+  apiKey?: string;
 }
 
 interface TlsConfigNode extends Node {
@@ -75,8 +81,24 @@ export function clientOptions(RED: NodeAPI, settings: ServiceSettings, typed: Cr
     timeoutMs: positiveNumber(settings.timeout, 10, 1, 300) * 1000,
     maxInFlight: Math.round(positiveNumber(settings.maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, 256)),
     tls: tlsOptions(RED, typeof settings.tls === 'string' ? settings.tls : undefined),
+    ...gatewayOptions(settings, typed, env),
   };
   return { options, warnings: [base.warning, auth.warning].filter((w): w is string => !!w) };
+}
+
+/** Header names the client sets itself, or that a proxy or Node reads: an API key may not take their place. */
+const RESERVED_HEADERS = new Set(['authorization', 'accept', 'content-type', 'content-length', 'host', 'connection', 'transfer-encoding', 'proxy-authorization', 'user-agent']);
+
+/** API key, its header and the extra token parameters; each may be `${NAME}`. */
+function gatewayOptions(settings: ServiceSettings, typed: Credentials, env: NodeJS.ProcessEnv): Pick<ServiceClientOptions, 'apiKey' | 'apiKeyHeader' | 'tokenParams'> {
+  const rawKey = typeof typed.apiKey === 'string' ? typed.apiKey.trim() : '';
+  const apiKey = rawKey ? String(resolveEnvReference('API key', rawKey, env)) : undefined;
+  const rawHeader = typeof settings.apiKeyHeader === 'string' ? settings.apiKeyHeader.trim() : '';
+  const apiKeyHeader = rawHeader ? String(resolveEnvReference('API key header', rawHeader, env)).trim() : DEFAULT_API_KEY_HEADER;
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(apiKeyHeader)) throw new ChargingError('CONFIG', `API key header "${apiKeyHeader.slice(0, 40)}" is not a valid HTTP header name`);
+  if (RESERVED_HEADERS.has(apiKeyHeader.toLowerCase())) throw new ChargingError('CONFIG', `API key header may not be ${apiKeyHeader}: the client sets that header itself`);
+  const tokenParams = parseTokenParams(resolveEnvReference('Token parameters', settings.tokenParams, env));
+  return { apiKey, apiKeyHeader, tokenParams };
 }
 
 function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions | undefined {

@@ -36,6 +36,8 @@ export function registerTestRoute(RED: NodeAPI): void {
     const typed = typeof body.clientSecret === 'string' && body.clientSecret !== '' && body.clientSecret !== '__PWRD__';
     const clientSecret = typed ? (body.clientSecret as string) : stored?.clientSecret;
     const clientId = typeof body.clientId === 'string' && body.clientId !== '' ? body.clientId : stored?.clientId;
+    const typedKey = typeof body.apiKey === 'string' && body.apiKey !== '__PWRD__';
+    const apiKey = typedKey ? (body.apiKey as string) : stored?.apiKey;
     // A secret the user did not type (stored, or from the environment) only ever goes to the
     // token URL it was deployed with, or to one the environment names: otherwise the test would
     // let an editor user send a secret they cannot read to a host of their choosing.
@@ -45,11 +47,14 @@ export function registerTestRoute(RED: NodeAPI): void {
       return;
     }
     // The token that stored secret buys is a live credential too: it goes only to the deployed base URL (or a `${NAME}` one).
+    // So is a stored API key.
+    const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
+    const storedKey = !typedKey && !!apiKey;
     const skipProbe =
-      !typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)
-        ? 'a token issued for the stored secret is only sent to the deployed Base URL. Deploy this Base URL, or retype the client secret, to test it'
+      (storedSecret || storedKey) && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)
+        ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
         : undefined;
-    void test(RED, body, { clientId, clientSecret }, skipProbe).then((answer) => res.json(answer));
+    void test(RED, body, { clientId, clientSecret, apiKey }, skipProbe).then((answer) => res.json(answer));
   });
 }
 

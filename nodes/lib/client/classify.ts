@@ -66,6 +66,7 @@ function proxyReason(err: TransportError): string {
   const proxy = err.proxy ? `the proxy ${err.proxy}` : 'the proxy';
   if (err.proxyStatus === 407) return `${proxy} refused the request: 407 Proxy Authentication Required. Set the proxy's user and password in the proxy URL (http://user:password@host:port)`;
   if (err.proxyStatus) return `${proxy} answered ${err.proxyStatus} to CONNECT: it could not open a tunnel to the service`;
+  if (err.code === 'ERR_PROXY_CONNECT') return `${proxy} gave no valid answer to CONNECT (it closed the connection or did not speak HTTP)`;
   return `could not connect to ${proxy} (${err.code})`;
 }
 

@@ -149,11 +149,16 @@ export class HttpsProxyAgent extends https.Agent {
     const host = options.host ?? 'localhost';
     const authority = `${net.isIPv6(host) ? `[${host}]` : host}:${options.port ?? 443}`;
     let head = Buffer.alloc(0);
+    let settled = false;
     const fail = (err: Marked) => {
+      if (settled) return;
+      settled = true;
       socket.removeListener('data', onData);
       socket.destroy();
       callback(err, socket);
     };
+    // A proxy that closes without answering CONNECT: no 'error' event would end the wait otherwise.
+    const onClose = () => fail(proxyAnswer(this.target, 0));
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
       const end = head.indexOf('\r\n\r\n');
@@ -163,15 +168,18 @@ export class HttpsProxyAgent extends https.Agent {
       }
       socket.removeListener('data', onData);
       socket.removeListener('error', fail);
+      socket.removeListener('close', onClose);
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head.subarray(0, end).toString('latin1'))?.[1] ?? 0);
       // The proxy's page (a 407 may list our headers, credentials included) is never read further.
       if (status !== 200) return fail(proxyAnswer(this.target, status));
       const rest = head.subarray(end + 4);
       if (rest.length > 0) socket.unshift(rest);
+      settled = true;
       callback(null, watchHandshake(tls.connect({ ...options, socket, servername: options.servername ?? (net.isIP(host) ? undefined : host) }), this.target.where));
     };
     socket.on('data', onData);
     socket.once('error', fail);
+    socket.once('close', onClose);
     const lines = [`CONNECT ${authority} HTTP/1.1`, `Host: ${authority}`];
     if (this.target.authorization) lines.push(`Proxy-Authorization: ${this.target.authorization}`);
     socket.write(`${lines.join('\r\n')}\r\n\r\n`);

@@ -56,6 +56,8 @@ export interface RequestContext {
   maxBodyBytes: number;
   /** scheme://host of the service, for messages */
   where: string;
+  /** sent with every service request (an API gateway's key header); never to the token endpoint */
+  extraHeaders?: Record<string, string>;
   isClosed: () => boolean;
 }
 
@@ -151,7 +153,7 @@ export class RequestRunner {
   private headers(token: AccessToken, method: 'GET' | 'POST'): Record<string, string> {
     let h = this.headersFor;
     if (!h || h.token !== token.value) {
-      const get = { Authorization: `Bearer ${token.value}`, Accept: 'application/json' };
+      const get = { ...this.ctx.extraHeaders, Authorization: `Bearer ${token.value}`, Accept: 'application/json' };
       h = this.headersFor = { token: token.value, get, post: { ...get, 'Content-Type': 'application/json; charset=utf-8' } };
     }
     return method === 'GET' ? h.get : h.post;

@@ -40,6 +40,12 @@ export interface ServiceClientOptions {
   proxy?: string | false;
   /** largest response body accepted, bytes (default 1 MiB) */
   maxBodyBytes?: number;
+  /** an API gateway's key, sent on every service request (never to the token endpoint) in apiKeyHeader; empty: none */
+  apiKey?: string;
+  /** the header for apiKey (default x-api-key) */
+  apiKeyHeader?: string;
+  /** extra token request parameters (see parseTokenParams) */
+  tokenParams?: ReadonlyArray<readonly [string, string]>;
   tokenCache?: Omit<TokenCacheOptions, 'onWarning'>;
   /** told things a person should know that are not errors (e.g. a token lifetime raised to the floor) */
   onWarning?: (text: string) => void;
@@ -78,6 +84,7 @@ export interface ConnectionReport {
 }
 
 export const DEFAULT_MAX_IN_FLIGHT = 32;
+export const DEFAULT_API_KEY_HEADER = 'x-api-key';
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long a closing node or configuration lets a request on the wire finish: well inside Node-RED's 15 s. */
@@ -106,6 +113,7 @@ export class ServiceClient {
   private readonly maxBodyBytes: number;
   private readonly policy: RetryPolicy;
   private readonly recentTokens: string[] = [];
+  private readonly extraHeaders: Record<string, string> | undefined;
   private closed = false;
 
   constructor(private readonly options: ServiceClientOptions) {
@@ -117,6 +125,8 @@ export class ServiceClient {
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
 
     this.redactor.add(options.clientSecret);
+    this.redactor.add(options.apiKey);
+    this.extraHeaders = options.apiKey ? { [options.apiKeyHeader || DEFAULT_API_KEY_HEADER]: options.apiKey } : undefined;
     for (const method of AUTH_METHODS) this.redactor.add(basicCredentials(options.clientId, options.clientSecret, method));
 
     this.waits = new Waits(options.now);
@@ -137,6 +147,7 @@ export class ServiceClient {
       timeoutMs: this.timeoutMs,
       maxBodyBytes: this.maxBodyBytes,
       where: safeHost(this.sessionsUrl),
+      extraHeaders: this.extraHeaders,
       isClosed: () => this.closed,
     });
   }
@@ -266,6 +277,7 @@ export class ServiceClient {
         clientId: this.options.clientId,
         clientSecret: this.options.clientSecret,
         scope: this.options.scope,
+        extraParams: this.options.tokenParams,
         authMethod,
         timeoutMs: this.timeoutMs,
         attempts: this.policy.tokenAttempts,
@@ -284,7 +296,7 @@ export class ServiceClient {
     const ex = this.waits.exchange(this.timeoutMs);
     let res: RawResponse;
     try {
-      res = await this.service.send({ method: 'GET', url: `${this.sessionsUrl}?token=${probe}`, headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' } }, ex);
+      res = await this.service.send({ method: 'GET', url: `${this.sessionsUrl}?token=${probe}`, headers: { ...this.extraHeaders, Authorization: `Bearer ${accessToken}`, Accept: 'application/json' } }, ex);
     } catch (err) {
       if (!(err instanceof TransportError)) throw err;
       return { ok: false, message: `the service at ${where} could not be reached: ${transportReason(err, this.timeoutMs)}. Check the base URL.` };
@@ -293,6 +305,8 @@ export class ServiceClient {
     }
     const text = describeBody(res.text, this.redactor);
     const said = text ? ` (${text})` : '';
+    const gateway = gatewayRefusal(res, !!this.extraHeaders);
+    if (gateway) return { ok: false, message: `${gateway} at ${where} refused the request (${res.status}${said}): ${this.extraHeaders ? 'check the API key and its header name' : 'it may want an API key (set API key and its header)'}; the token was not looked at` };
     if (res.status === 401 || res.status === 403) {
       return { ok: false, message: `the service at ${where} refused it (${res.status}${said}). Check the scopes, and that the token URL belongs to this service.` };
     }
@@ -308,6 +322,21 @@ export class ServiceClient {
     this.recentTokens.push(token);
     while (this.recentTokens.length > RECENT_TOKENS) this.redactor.remove(this.recentTokens.shift() as string);
   }
+}
+
+/**
+ * An API gateway's refusal rather than the service's: AWS API Gateway marks its
+ * own answers with x-amzn-ErrorType (403 for a missing or wrong key); a 401
+ * without a Bearer challenge (RFC 6750 §3 asks a resource server for
+ * WWW-Authenticate: Bearer) comes from something in front that wants other
+ * credentials, such as Kong's or Azure API Management's key check.
+ */
+function gatewayRefusal(res: RawResponse, keySent: boolean): string | undefined {
+  if (res.status !== 401 && res.status !== 403) return undefined;
+  if (res.headers['x-amzn-errortype'] !== undefined) return 'the API gateway (AWS)';
+  const challenge = String(res.headers['www-authenticate'] ?? '');
+  if (res.status === 401 && !/bearer/i.test(challenge)) return keySent || challenge !== '' ? 'a gateway in front of the service' : undefined;
+  return undefined;
 }
 
 /**

@@ -39,6 +39,43 @@ export interface TokenEndpointOptions {
   maxDelayMs: number;
   /** one flight, retries and pauses included, gives up after this long */
   maxTotalMs: number;
+  /** extra form parameters (audience, resource, ...), already checked by parseTokenParams */
+  extraParams?: ReadonlyArray<readonly [string, string]>;
+}
+
+/** Parameters the client sets itself: an extra parameter may not replace them. */
+const RESERVED_PARAMS = new Set(['grant_type', 'client_id', 'client_secret', 'scope']);
+
+/**
+ * The "Token parameters" field: `key=value` pairs joined by `&` (values may be
+ * URL-encoded), e.g. `audience=https://api.example.com` for Auth0 or
+ * `resource=...` for Azure AD v1 / ADFS. Throws a CONFIG error for a malformed
+ * pair or one that would set grant_type, client_id, client_secret or scope.
+ */
+export function parseTokenParams(text: unknown): Array<[string, string]> {
+  if (text === undefined || text === null) return [];
+  if (typeof text !== 'string') throw new ChargingError('CONFIG', 'Token parameters must be text such as audience=https://api.example.com');
+  const trimmed = text.trim();
+  if (trimmed === '') return [];
+  const out: Array<[string, string]> = [];
+  for (const pair of trimmed.split('&')) {
+    const eq = pair.indexOf('=');
+    const rawKey = eq > 0 ? pair.slice(0, eq) : '';
+    if (!/^[A-Za-z0-9_.~-]+$/.test(rawKey) || /\s/.test(pair)) {
+      throw new ChargingError('CONFIG', `Token parameters: "${pair.slice(0, 40)}" is not a key=value pair (write key=value&key2=value2, URL-encoding special characters in values)`);
+    }
+    let value: string;
+    try {
+      value = decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
+    } catch {
+      throw new ChargingError('CONFIG', `Token parameters: the value of "${rawKey}" is not valid URL-encoding`);
+    }
+    if (RESERVED_PARAMS.has(rawKey.toLowerCase())) {
+      throw new ChargingError('CONFIG', `Token parameters may not set ${rawKey}: it is set from the client ID, client secret, scope and authentication fields`);
+    }
+    out.push([rawKey, value]);
+  }
+  return out;
 }
 
 /** The token address: {authUrl}/v1/token, or authUrl itself if it already ends so. */
@@ -77,6 +114,7 @@ export class TokenEndpoint {
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     const scope = (options.scope ?? '').trim().split(/\s+/).filter(Boolean).join(' ');
     if (scope) form.set('scope', scope);
+    for (const [k, v] of options.extraParams ?? []) form.append(k, v);
     this.headers = { Accept: 'application/json', 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8' };
     if (options.authMethod === 'client_secret_post') {
       form.set('client_id', options.clientId);

@@ -7,7 +7,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import axios, { AxiosInstance, CreateAxiosDefaults } from 'axios';
+import axios, { AxiosInstance, AxiosRequestConfig, AxiosResponse, CreateAxiosDefaults } from 'axios';
 import type { Exchange } from './deadlines';
 import { connectFailure, proxyAgents, proxyCredentialForms, TlsAgent } from './proxy-agents';
 import { proxyForUrl } from './proxy-env';
@@ -102,22 +102,27 @@ export class Transport {
     onProxySecret: (secret: string) => void,
   ) {
     const keepAlive = agentOptions(options.maxSockets);
-    let direct: { httpAgent: http.Agent; httpsAgent: https.Agent } | null = null;
+    // Commands go on a connection of their own (see Destination.send): same limits, closed after the answer.
+    const oneShot: http.AgentOptions = { ...keepAlive, keepAlive: false };
+    type Agents = { httpAgent: http.Agent; httpsAgent: https.Agent };
+    let direct: { pooled: Agents; fresh: Agents } | null = null;
     for (const url of destinations) {
       const proxy = options.proxy === false ? '' : (options.proxy ?? proxyForUrl(url));
       let agents: { httpAgent: http.Agent; httpsAgent: https.Agent };
+      let fresh: { httpAgent: http.Agent; httpsAgent: https.Agent };
       if (!proxy) {
         direct ??= {
-          httpAgent: this.own(new http.Agent(keepAlive)),
-          httpsAgent: this.own(new TlsAgent({ ...keepAlive, ...(options.tls ?? {}) })),
+          pooled: this.directAgents(keepAlive),
+          fresh: this.directAgents(oneShot),
         };
-        agents = direct;
+        agents = direct.pooled;
+        fresh = direct.fresh;
       } else {
         for (const form of proxyCredentialForms(proxy)) onProxySecret(form);
-        const p = proxyAgents(proxy, keepAlive, options.tls ?? {});
-        agents = { httpAgent: this.own(p.httpAgent), httpsAgent: this.own(p.httpsAgent) };
+        agents = this.ownAll(proxyAgents(proxy, keepAlive, options.tls ?? {}));
+        fresh = this.ownAll(proxyAgents(proxy, oneShot, options.tls ?? {}));
       }
-      this.byDestination.set(url, new Destination(this.instance(agents)));
+      this.byDestination.set(url, new Destination(this.instance(agents), this.instance(fresh)));
     }
   }
 
@@ -134,6 +139,14 @@ export class Transport {
 
   private instance(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }): AxiosInstance {
     return axios.create(axiosOptions(agents, this.options.maxBodyBytes));
+  }
+
+  private directAgents(agentOpts: http.AgentOptions): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+    return this.ownAll({ httpAgent: new http.Agent(agentOpts), httpsAgent: new TlsAgent({ ...agentOpts, ...(this.options.tls ?? {}) }) });
+  }
+
+  private ownAll(a: { httpAgent: http.Agent; httpsAgent: https.Agent }): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+    return { httpAgent: this.own(a.httpAgent), httpsAgent: this.own(a.httpsAgent) };
   }
 
   private own<T extends http.Agent>(agent: T): T {
@@ -165,30 +178,88 @@ export function axiosOptions(agents: { httpAgent: http.Agent; httpsAgent: https.
     validateStatus: () => true,
     responseType: 'text',
     transformResponse: [(data: unknown) => data],
+    headers: { 'User-Agent': USER_AGENT },
   };
 }
 
 /** The keep-alive agent options for `maxSockets` sockets per destination, as the client uses them. */
 export function agentOptions(maxSockets: number): http.AgentOptions {
-  return { keepAlive: true, maxSockets, scheduling: 'lifo' };
+  // timeout: an idle pooled socket is closed after 4 s, before the 5 s idle timeout
+  // that Node's and nginx's servers use by default, so that fewer requests meet a
+  // socket the server has just closed. (Node's Agent also honours a server's
+  // `Keep-Alive: timeout=N` hint, closing 1 s before it: tested in reused-sockets.test.ts.)
+  return { keepAlive: true, maxSockets, scheduling: 'lifo', timeout: IDLE_SOCKET_MS };
 }
 
-/** The axios instance for one destination, with its agents. */
+/** How long a pooled connection may stay idle before we close it. */
+export const IDLE_SOCKET_MS = 4_000;
+
+/**
+ * Who is calling, for the operator's logs: this package, axios and Node, read once.
+ */
+export const USER_AGENT = (() => {
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const own = (require('../../../../package.json') as { version: string }).version;
+  const ax = (require('axios/package.json') as { version: string }).version;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  return `node-red-charging-session/${own} axios/${ax} node/${process.version}`;
+})();
+
+/** The axios instances for one destination: kept-alive connections, and one-shot ones. */
 export class Destination {
-  constructor(private readonly http: AxiosInstance) {}
+  constructor(
+    private readonly pooled: AxiosInstance,
+    private readonly fresh: AxiosInstance,
+  ) {}
 
   /**
    * One exchange. Resolves once the body is read (or failed after the headers:
    * see bodyProblem); rejects only with a TransportError.
+   *
+   * The reused-connection rule (docs/reliability.md). A server may close a
+   * kept-alive connection at any time (after each answer, at its idle timeout)
+   * and our next request, written to it in the same instant, then fails with a
+   * reset before any answer. For a GET that costs nothing: it is sent once more,
+   * at once, on a new connection. A START or STOP (or a token request) is never
+   * written to a pooled connection in the first place: it always opens its own,
+   * so a stale socket can never make a command fail or read "may have reached the
+   * station", and no command is ever sent twice by this rule: a reset on the
+   * command's own fresh connection stays what it is (the server may have read it).
    */
   async send(req: RawRequest, exchange: Exchange): Promise<RawResponse> {
+    const first = req.method === 'GET' ? this.pooled : this.fresh;
     try {
-      const res = await this.http.request<string>({ method: req.method, url: req.url, data: req.data, headers: req.headers, signal: exchange });
-      return { status: res.status, headers: res.headers as Record<string, unknown>, text: res.data, bodyProblem: null };
+      return answer(await first.request<string>(this.config(req, exchange)));
     } catch (err) {
+      if (first === this.pooled && staleReusedSocket(err, exchange)) {
+        try {
+          return answer(await this.fresh.request<string>(this.config(req, exchange)));
+        } catch (again) {
+          return failed(again, exchange);
+        }
+      }
       return failed(err, exchange);
     }
   }
+
+  private config(req: RawRequest, exchange: Exchange): AxiosRequestConfig {
+    return { method: req.method, url: req.url, data: req.data, headers: req.headers, signal: exchange };
+  }
+}
+
+function answer(res: AxiosResponse<string>): RawResponse {
+  return { status: res.status, headers: res.headers as Record<string, unknown>, text: res.data, bodyProblem: null };
+}
+
+/**
+ * Node's documented sign of a pooled socket the server had already closed: the
+ * request was on a reused socket (`request.reusedSocket`) and failed with a reset
+ * or a broken pipe before a single byte of an answer.
+ */
+function staleReusedSocket(err: unknown, exchange: Exchange): boolean {
+  if (exchange.aborted || !axios.isAxiosError(err) || err.response) return false;
+  const request = err.request as { reusedSocket?: boolean; res?: unknown } | undefined;
+  return request?.reusedSocket === true && !request.res && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
 }
 
 function failed(err: unknown, exchange: Exchange): RawResponse {

@@ -111,6 +111,16 @@ describe('proxy failures', () => {
     }
   });
 
+  it('a proxy that closes the connection without answering CONNECT: NETWORK naming the proxy, at once rather than at the timeout', async () => {
+    sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
+    proxy = await new TestProxy({ connectStatus: 0 }).start();
+    client = clientFor(sim, { ...fast, timeoutMs: 20_000, proxy: proxy.url, tls: { ca: SIM_CERT }, retry: { ...fast.retry, tokenAttempts: 1 } });
+    const err = (await rejection(client.getProgress('RFID-1'))) as ChargingError;
+    assert.equal(err.code, 'NETWORK', err.message);
+    assert.match(err.message, new RegExp(`the proxy http://127\\.0\\.0\\.1:${proxy.port} gave no valid answer to CONNECT`));
+    assert.doesNotMatch(err.message, /within 20000 ms/);
+  });
+
   it('a proxy that is down: NETWORK naming the proxy for START and for the token endpoint', async () => {
     sim = await startSimulator();
     const port = await freePort();
