@@ -8,7 +8,7 @@ import { ChargingError } from '../../../nodes/lib/errors';
 describe('waitForSession bounds each poll by what is left of the wait (fake timers)', () => {
   let clock: sinon.SinonFakeTimers;
   beforeEach(() => {
-    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'setTimeout', 'clearTimeout'] });
+    clock = sinon.useFakeTimers({ now: 0, toFake: ['Date', 'performance', 'setTimeout', 'clearTimeout'] });
   });
   afterEach(() => clock.restore());
 
