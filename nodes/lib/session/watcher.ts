@@ -36,6 +36,8 @@ export interface WatcherOptions {
   derive?: DeriveOptions;
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
+  /** read at every tick: how much longer than intervalMs a round takes now (Max requests per second; default 1) */
+  stretch?: () => number;
   /** pause before the query that confirms an end (default: half the interval, at most 2 s) */
   confirmEndMs?: number;
   now?: () => number;
@@ -137,10 +139,15 @@ export class SessionWatcher {
     this.cursor = before.length;
   }
 
+  /** The time one round over every token takes now: the interval, stretched to fit the request budget. */
+  private intervalMs(): number {
+    return this.options.intervalMs * Math.max(1, this.options.stretch?.() ?? 1);
+  }
+
   /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
   private tickMs(): number {
     const n = Math.max(1, this.entries.size);
-    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.options.intervalMs / n));
+    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.intervalMs() / n));
   }
 
   private schedule(): void {
@@ -163,7 +170,7 @@ export class SessionWatcher {
     this.lastTick = now;
     const n = this.entries.size;
     // Share of the list that fell due since the last tick; never more than one round.
-    this.budget = Math.min(n, this.budget + (n * elapsed) / this.options.intervalMs);
+    this.budget = Math.min(n, this.budget + (n * elapsed) / this.intervalMs());
     let due = Math.floor(this.budget);
     this.budget -= due;
     // Skipping unwatched tokens costs no budget; at most one pass over the order per tick.
