@@ -13,7 +13,7 @@ export type WatchEventKind =
   | 'pending' // a session appeared, not started yet (no transactionId)
   | 'started' // the session has a transactionId
   | 'updated' // the meter advanced
-  | 'ended' // the session is no longer found (confirmed by a second query)
+  | 'ended' // the session is no longer found
   | 'poll'; // a poll with no change (only when every poll is asked for)
 
 export interface WatchedSession extends SessionInfo {
@@ -40,10 +40,9 @@ export interface WatcherOptions {
   derive?: DeriveOptions;
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
-  /**
-   * Pause before the query that confirms a "no session" for a session seen
-   * active, ms (default min(2 s, interval / 2)): one "not found" is not an end.
-   */
+  /** read at every tick: how much longer than intervalMs a round takes now (Max requests per second; default 1) */
+  stretch?: () => number;
+  /** pause before the query that confirms an end (default: half the interval, at most 2 s) */
   confirmEndMs?: number;
   now?: () => number;
 }
@@ -75,9 +74,9 @@ export class SessionWatcher {
   private timer: NodeJS.Timeout | null = null;
   private lastTick = 0;
   private closed = false;
-  /** pauses before a confirming query, cleared with the watch list */
-  private readonly confirming = new Set<NodeJS.Timeout>();
   private readonly now: () => number;
+  /** pending "is it really gone?" queries, cleared on close */
+  private readonly confirmTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly poll: PollFn,
@@ -123,8 +122,6 @@ export class SessionWatcher {
     this.order = [];
     this.cursor = 0;
     this.stopTimer();
-    for (const t of this.confirming) clearTimeout(t);
-    this.confirming.clear();
   }
 
   /** The watched tokens, in polling order. */
@@ -134,6 +131,8 @@ export class SessionWatcher {
 
   close(): void {
     this.closed = true;
+    for (const t of this.confirmTimers) clearTimeout(t);
+    this.confirmTimers.clear();
     this.unwatchAll();
   }
 
@@ -144,10 +143,15 @@ export class SessionWatcher {
     this.cursor = before.length;
   }
 
+  /** The time one round over every token takes now: the interval, stretched to fit the request budget. */
+  private intervalMs(): number {
+    return this.options.intervalMs * Math.max(1, this.options.stretch?.() ?? 1);
+  }
+
   /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
   private tickMs(): number {
     const n = Math.max(1, this.entries.size);
-    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.options.intervalMs / n));
+    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.intervalMs() / n));
   }
 
   private schedule(): void {
@@ -170,7 +174,7 @@ export class SessionWatcher {
     this.lastTick = now;
     const n = this.entries.size;
     // Share of the list that fell due since the last tick; never more than one round.
-    this.budget = Math.min(n, this.budget + (n * elapsed) / this.options.intervalMs);
+    this.budget = Math.min(n, this.budget + (n * elapsed) / this.intervalMs());
     let due = Math.floor(this.budget);
     this.budget -= due;
     // Skipping unwatched tokens costs no budget; at most one pass over the order per tick.
@@ -185,56 +189,46 @@ export class SessionWatcher {
     this.timer.unref?.();
   }
 
-  private pollOne(entry: Entry): void {
+  private pollOne(entry: Entry, confirming = false): void {
     entry.inFlight = true;
     this.poll(entry.token).then(
       (record) => {
         if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false); // unwatched meanwhile
-        if (record === null && entry.seen) return this.confirmEnd(entry);
-        entry.inFlight = false;
         entry.lastError = null;
+        if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
+        entry.inFlight = false;
         for (const e of this.observe(entry, record)) this.deliver(e);
       },
-      (err: unknown) => this.pollFailed(entry, err),
+      (err: unknown) => {
+        entry.inFlight = false;
+        if (this.entries.get(entry.token) !== entry) return;
+        const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
+        if (error.code === 'CLOSED') return;
+        // One report per streak of the same failure, not one per poll.
+        if (entry.lastError === error.message) return;
+        entry.lastError = error.message;
+        this.report(entry.token, error);
+      },
     );
   }
 
   /**
-   * A session seen a poll ago is not found: ask once more after a short pause
-   * before reporting it ended, so that one stray "not found" (a gateway's
-   * hiccup, a restarting backend) does not end and restart every session. The
-   * entry stays in flight meanwhile, so the schedule does not poll it too.
+   * The end rule (README "Watch mode"): a session that was there a poll ago and
+   * is now "not found" is asked for once more, after a short pause, before it is
+   * reported ended. One answer is not enough: a gateway that loses its route for
+   * a moment, or one bad node behind a load balancer, would otherwise end (and
+   * then start again) every watched session. The entry stays in flight meanwhile,
+   * so the regular schedule does not poll it twice.
    */
   private confirmEnd(entry: Entry): void {
-    const pause = this.options.confirmEndMs ?? Math.min(2_000, this.options.intervalMs / 2);
+    const pauseMs = this.options.confirmEndMs ?? Math.min(2000, this.options.intervalMs / 2);
     const timer = setTimeout(() => {
-      this.confirming.delete(timer);
-      if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
-      this.poll(entry.token).then(
-        (record) => {
-          entry.inFlight = false;
-          if (this.entries.get(entry.token) !== entry) return;
-          entry.lastError = null;
-          // null again: ended; the session again: nothing, or updated if the meter moved.
-          for (const e of this.observe(entry, record)) this.deliver(e);
-        },
-        // A failing confirmation is an error, not an end: the next poll asks again.
-        (err: unknown) => this.pollFailed(entry, err),
-      );
-    }, pause);
+      this.confirmTimers.delete(timer);
+      if (this.closed || this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
+      this.pollOne(entry, true);
+    }, pauseMs);
     timer.unref?.();
-    this.confirming.add(timer);
-  }
-
-  private pollFailed(entry: Entry, err: unknown): void {
-    entry.inFlight = false;
-    if (this.entries.get(entry.token) !== entry) return;
-    const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
-    if (error.code === 'CLOSED') return;
-    // One report per streak of the same failure, not one per poll.
-    if (entry.lastError === error.message) return;
-    entry.lastError = error.message;
-    this.report(entry.token, error);
+    this.confirmTimers.add(timer);
   }
 
   /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */

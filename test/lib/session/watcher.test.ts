@@ -24,7 +24,7 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
     const queue = [...answers];
     const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, emitEveryPoll }, (e) => events.push(e), () => undefined);
     w.watch(['T']);
-    // One interval more: an end is reported after its confirming query, half an interval later.
+    // + 1 s: room for the query that confirms an end (half the interval after the "not found").
     await clock.tickAsync(answers.length * 1_000 + 1_010);
     w.close();
     return events;
@@ -47,6 +47,35 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
         events.slice(0, 3).map((e) => e.event),
         ['poll', 'started', 'poll'],
       );
+    });
+
+    it('one "not found" while the session was active is confirmed by a second query before ended: a blip ends nothing', async () => {
+      const events = await eventsFor([record(1000, '2026-11-22T10:00:02'), null, record(1200, '2026-11-22T10:00:22'), record(1300, '2026-11-22T10:00:32')]);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['started', 'updated', 'updated', 'ended'], // the blip ended nothing; the real end (answers run out) is reported once
+      );
+    });
+
+    it('a confirming query that fails is reported as an error, never as ended', async () => {
+      const events: WatchEvent[] = [];
+      const errors: string[] = [];
+      const answers: Array<ProgressRecord | null | Error> = [record(1000, '2026-11-22T10:00:02'), null, new ChargingError('HTTP', 'gateway said 502')];
+      const w = new SessionWatcher(
+        async () => {
+          const a = answers.length > 0 ? answers.shift() : record(1000, '2026-11-22T10:00:02');
+          if (a instanceof Error) throw a;
+          return a as ProgressRecord | null;
+        },
+        { intervalMs: 1_000 },
+        (e) => events.push(e),
+        (_t, err) => errors.push(err.code),
+      );
+      w.watch(['T']);
+      await clock.tickAsync(4_000);
+      w.close();
+      assert.deepEqual(events.map((e) => e.event), ['started']);
+      assert.deepEqual(errors, ['HTTP']);
     });
 
     it('a new transaction for the same token between polls is ended + started', async () => {
