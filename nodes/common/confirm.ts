@@ -6,7 +6,7 @@ import { positiveNumber } from '../lib/settings';
 import type { ProgressRecord } from '../lib/session/record';
 import type { ChargingCommand } from '../lib/session/commands';
 import { ensureStop, notStopped } from '../lib/session/ensure-stop';
-import { deriveSession } from '../lib/session/record';
+import { deriveSession, sessionTotals } from '../lib/session/record';
 import { waitForSession } from '../lib/session/wait';
 import type { Outputs, WorkContext } from './run-node';
 import { NodeStatus, Status } from './status';
@@ -97,7 +97,9 @@ export async function sendWhenStopped(msg: NodeMessage, payload: Record<string, 
   const out: NodeMessage & Record<string, unknown> = result.accepted ? acceptedMessage(msg, payload, result.accepted, 'STOP', ctx) : { ...msg, payload };
   out.outcome = result.outcome;
   out.stopAttempts = result.stopAttempts;
-  out.session = result.lastActive ? deriveSession(result.lastActive, ctx.service.deriveOptions) : null;
+  const last = result.lastActive ? deriveSession(result.lastActive, ctx.service.deriveOptions) : null;
+  // Ended: the session's record for the books, as watch mode sends it on "ended" (endedAt: wall time, people read it).
+  out.session = last && result.outcome === 'ended' ? { ...last, ...sessionTotals(last, Date.now()) } : last;
   if (result.outcome === 'ended') {
     ctx.status(Status.ok('sessionEnded'));
     return config.timeoutOutput ? [out, null] : out;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { clientFor, load, runtimeSuite, Sink, until } from '../harness';
+import { clientFor, load, runtimeSuite, send, Sink, until } from '../harness';
 
 /** A session's record for the books (issue 17.5): msg.session on "ended", through the runtime, against the simulator. */
 describe('ended: msg.session carries the session totals (runtime + simulator)', () => {
@@ -53,5 +53,35 @@ describe('ended: msg.session carries the session totals (runtime + simulator)', 
     } finally {
       await client.close();
     }
+  });
+
+  it('charging-stop "Make sure it ends": the ended message carries the same totals, endedAt when the end was seen', async () => {
+    await load(rt.sim, [
+      { id: 'stop', type: 'charging-stop', service: 'svc', wait: true, ensure: true, waitTimeout: 5, wires: [['out']] },
+      { id: 'out', type: 'helper' },
+    ]);
+    const client = clientFor(rt.sim);
+    try {
+      await client.sendCommand({ action: 'START', ...CMD });
+      await until(() => (rt.sim.session(CMD.token)?.startedAt ?? Infinity) + 300 <= Date.now(), 'charging');
+    } finally {
+      await client.close();
+    }
+    const sim = rt.sim.session(CMD.token);
+    assert.ok(sim);
+    send('stop', { payload: { ...CMD, transactionId: sim.transactionId } });
+    const msg = await Sink.of('out').next(10_000);
+    const seenAt = Date.now();
+    assert.equal(msg.outcome, 'ended');
+    const session = msg.session as Record<string, unknown>;
+    assert.deepEqual(
+      [session.transactionId, session.cdrId, session.token, session.locationId, session.evseId, session.startedAt],
+      [sim.transactionId, sim.cdrId, CMD.token, CMD.locationId, CMD.evseId, new Date(sim.createdAt).toISOString()],
+    );
+    assert.equal(typeof session.energyKWh, 'number');
+    assert.equal(typeof session.durationSec, 'number');
+    const endedAt = Date.parse(String(session.endedAt));
+    // The simulator's own record of the session (the same object, kept after it is gone): stopped, then gone 600 ms later.
+    assert.ok(sim.stoppedAt !== null && endedAt >= sim.stoppedAt + 600 && endedAt <= seenAt, `endedAt ${String(session.endedAt)}`);
   });
 });
