@@ -11,6 +11,7 @@
  *   PORT=1881 SIM_PORT=18081 npm start        (or npm start -- --port 18081 for the simulator)
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import { ChargingServiceSimulator } from '../simulator/simulator';
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   for (const f of parsed.faults) sim.inject(f);
+  const mqttPort = await startMqttBroker();
   prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
 
   const o = sim.options;
@@ -48,9 +50,11 @@ async function main(): Promise<void> {
            token URL ${sim.authUrl}
            client    ${o.clientId} / ${o.clientSecret} (${o.authMethod})${parsed.faults.length ? `\n           faults    ${parsed.faults.length} armed` : ''}
            faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
+MQTT:      broker on 127.0.0.1:${mqttPort} (CHARGING_MQTT_HOST/PORT, for example 06); import example 06 and publish a surplus to watch the car start:
+           mosquitto_pub -p ${mqttPort} -t home/solar/surplus_w -m 4200      (or any MQTT client)
 Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, simulatorEnv(sim));
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, { ...simulatorEnv(sim), CHARGING_MQTT_HOST: '127.0.0.1', CHARGING_MQTT_PORT: String(mqttPort) });
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -80,6 +84,28 @@ export function spawnNodeRed(
   env: Record<string, string> = {},
 ): ChildProcess {
   return spawn(process.execPath, [redJs, '--userDir', dataDir, '--port', String(uiPort)], { cwd: root, stdio, env: { ...process.env, ...env } });
+}
+
+/**
+ * An in-process MQTT broker (aedes, a devDependency) for example 06, on the first
+ * free port from 1883 up, so that a newcomer needs no broker of their own.
+ */
+async function startMqttBroker(): Promise<number> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Aedes } = require('aedes') as { Aedes: { createBroker(): Promise<{ handle: (s: net.Socket) => void }> } };
+  const broker = await Aedes.createBroker();
+  for (let port = 1883; ; port++) {
+    const server = net.createServer(broker.handle);
+    const ok = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (ok) {
+      server.unref(); // Node-RED's exit ends npm start, as before
+      return port;
+    }
+    if (port >= 1983) throw new Error('no free port for the MQTT broker in 1883-1983');
+  }
 }
 
 /**
