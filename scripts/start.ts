@@ -21,8 +21,6 @@ const root = path.resolve(__dirname, '..', '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string };
 const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor (watch mode).json'].map((f) => path.join(root, 'examples', f));
 const DASHBOARD_DEMO = path.join(root, 'examples', '11 Charging dashboard.json');
-/** Dashboard 2.0's site, theme and page: shared, not renamed, so an imported example 11 adds its group to the demo's page instead of opening a second /dashboard. */
-const DASHBOARD_CONFIG = new Set(['ui-base', 'ui-theme', 'ui-page']);
 
 /** Dashboard 2.0 from this repo's node_modules (a devDependency), or null when it is not installed. */
 export function dashboardDir(): string | null {
@@ -127,14 +125,16 @@ async function startMqttBroker(): Promise<number> {
  * importing the same examples from the library next to it asks no "nodes already
  * exist" question, and their own RFID tokens and locations (E01-RFID-1 becomes
  * DEMO-RFID-1, E05-… MON-…, E11-… DASH-…) so that an imported copy does not
- * compete with the demo for the same connector. Dashboard 2.0's site, theme and page
- * nodes keep their ids: an identical configuration node is not imported twice.
+ * compete with the demo for the same connector. The demo's dashboard page is
+ * /charging-demo: an imported example 11 brings its own page (/charging); its
+ * ui-base is dropped by Dashboard 2.0's editor, which keeps one per Node-RED.
  */
 export function demoFlow(): Array<Record<string, unknown>> {
   const files = dashboardDir() ? [...DEMOS, DASHBOARD_DEMO] : DEMOS;
   const text = (f: string) => fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-').replace(/\bE11-/g, 'DASH-');
   const flow = files.flatMap((f) => JSON.parse(text(f)) as Array<Record<string, unknown>>);
-  const ids = new Set(flow.filter((n) => !DASHBOARD_CONFIG.has(n.type as string)).map((n) => n.id as string));
+  for (const n of flow) if (n.type === 'ui-page') Object.assign(n, { name: `${n.name as string} demo`, path: `${n.path as string}-demo` });
+  const ids = new Set(flow.map((n) => n.id as string));
   const rename = (v: unknown): unknown => {
     if (typeof v === 'string') return ids.has(v) ? `demo-${v}` : v;
     if (Array.isArray(v)) return v.map(rename);
