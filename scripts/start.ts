@@ -20,6 +20,16 @@ import { HELP as SIMULATOR_HELP, parseArgs } from '../simulator/cli';
 const root = path.resolve(__dirname, '..', '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string };
 const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor (watch mode).json'].map((f) => path.join(root, 'examples', f));
+const DASHBOARD_DEMO = path.join(root, 'examples', '11 Charging dashboard.json');
+
+/** Dashboard 2.0 from this repo's node_modules (a devDependency), or null when it is not installed. */
+export function dashboardDir(): string | null {
+  try {
+    return path.dirname(require.resolve('@flowfuse/node-red-dashboard/package.json', { paths: [root] }));
+  } catch {
+    return null;
+  }
+}
 
 async function main(): Promise<void> {
   const dataDir = path.join(root, '.node-red-data');
@@ -52,6 +62,7 @@ async function main(): Promise<void> {
            faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
 MQTT:      broker on 127.0.0.1:${mqttPort} (CHARGING_MQTT_HOST/PORT, for example 06); import example 06 and publish a surplus to watch the car start:
            mosquitto_pub -p ${mqttPort} -t home/solar/surplus_w -m 4200      (or any MQTT client)
+Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11, Dashboard 2.0)` : 'not installed (npm install)'}
 Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
   // Example 10 appends ended sessions to this file: the demo's own user dir, not ~/.node-red.
@@ -116,14 +127,20 @@ async function startMqttBroker(): Promise<number> {
 }
 
 /**
- * The demo: examples 01 and 05 as npm start deploys them, every id prefixed with
- * "demo-" so that importing the same examples from the library next to it asks
- * no "nodes already exist" question, and their own RFID tokens and locations
- * (E01-RFID-1 becomes DEMO-RFID-1, E05-… MON-…) so that an imported copy does
- * not compete with the demo for the same connector.
+ * The demo: examples 01 and 05 (and 11, the dashboard, when Dashboard 2.0 is
+ * installed) as npm start deploys them, every id prefixed with "demo-" so that
+ * importing the same examples from the library next to it asks no "nodes already
+ * exist" question, and their own RFID tokens and locations (E01-RFID-1 becomes
+ * DEMO-RFID-1, E05-… MON-…, E11-… DASH-…) so that an imported copy does not
+ * compete with the demo for the same connector. The demo's dashboard page is
+ * /charging-demo: an imported example 11 brings its own page (/charging); its
+ * ui-base is dropped by Dashboard 2.0's editor, which keeps one per Node-RED.
  */
 export function demoFlow(): Array<Record<string, unknown>> {
-  const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-')) as Array<Record<string, unknown>>);
+  const files = dashboardDir() ? [...DEMOS, DASHBOARD_DEMO] : DEMOS;
+  const text = (f: string) => fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-').replace(/\bE11-/g, 'DASH-');
+  const flow = files.flatMap((f) => JSON.parse(text(f)) as Array<Record<string, unknown>>);
+  for (const n of flow) if (n.type === 'ui-page') Object.assign(n, { name: `${n.name as string} demo`, path: `${n.path as string}-demo` });
   const ids = new Set(flow.map((n) => n.id as string));
   const rename = (v: unknown): unknown => {
     if (typeof v === 'string') return ids.has(v) ? `demo-${v}` : v;
@@ -144,10 +161,18 @@ export function prepareUserDir(dataDir: string, uiPort: number, flows: 'reset' |
   // Install this package into the user dir the way `npm install <path>` would: a link.
   const link = path.join(dataDir, 'node_modules', ...pkg.name.split('/'));
   if (!fs.existsSync(link)) fs.symlinkSync(root, link, 'dir');
-  fs.writeFileSync(
-    path.join(dataDir, 'package.json'),
-    JSON.stringify({ name: 'node-red-project', private: true, dependencies: { [pkg.name]: `file:${root}` } }, null, 2),
-  );
+  const dependencies: Record<string, string> = { [pkg.name]: `file:${root}` };
+  // Dashboard 2.0 the same way, from this repo's node_modules: Node-RED 4 and 5 load
+  // the modules in the user dir's node_modules, and the link resolves its own
+  // dependencies from where it really lives.
+  const dashboard = dashboardDir();
+  if (dashboard) {
+    fs.mkdirSync(path.join(dataDir, 'node_modules', '@flowfuse'), { recursive: true });
+    const dashLink = path.join(dataDir, 'node_modules', '@flowfuse', 'node-red-dashboard');
+    if (!fs.existsSync(dashLink)) fs.symlinkSync(dashboard, dashLink, 'dir');
+    dependencies['@flowfuse/node-red-dashboard'] = `file:${dashboard}`;
+  }
+  fs.writeFileSync(path.join(dataDir, 'package.json'), JSON.stringify({ name: 'node-red-project', private: true, dependencies }, null, 2));
   fs.writeFileSync(
     path.join(dataDir, 'settings.js'),
     `// Written by npm start: demo settings for this machine only (no admin login, editor on 127.0.0.1).
