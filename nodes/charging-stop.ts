@@ -1,12 +1,12 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
-import { acceptedMessage, sendWhenConfirmed, WaitConfig } from './common/confirm';
+import { acceptedMessage, EnsureConfig, sendWhenConfirmed, sendWhenStopped } from './common/confirm';
 import { NodeLifecycle } from './common/run-node';
 import { Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { resolveStop } from './lib/session/stop';
 import { ended } from './lib/session/wait';
 
-interface StopConfig extends NodeDef, WaitConfig {
+interface StopConfig extends NodeDef, EnsureConfig {
   service: string;
 }
 
@@ -20,10 +20,12 @@ export = function register(RED: NodeAPI): void {
     new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
       const lookup = async (token: string) => (await ctx.client.getProgress(token, { signal: ctx.signal })).record;
       const { command, cdrId } = await resolveStop(await readFields(msg), msg.payload, lookup, () => ctx.status(Status.requesting('lookingUp')));
+      // The billing id rides along when the input was a record or the session was looked up: billing needs it after STOP.
+      const payload = cdrId ? { ...command, cdrId } : { ...command };
+      if (config.ensure) return sendWhenStopped(msg, payload, command, config, ctx);
       ctx.status(Status.requesting('stopping'));
       const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
-      // The billing id rides along when the input was a record or the session was looked up: billing needs it after STOP.
-      const out = acceptedMessage(msg, cdrId ? { ...command, cdrId } : { ...command }, res, 'STOP', ctx);
+      const out = acceptedMessage(msg, payload, res, 'STOP', ctx);
       if (!config.wait) {
         ctx.status(res.statusCode === 202 ? Status.ok('stopAccepted') : Status.ok('stopAcceptedStatus', { status: res.statusCode }));
         return out;

@@ -8,13 +8,21 @@
  * Each worker runs sessions the way the error messages tell a user to: after
  * OUTCOME_UNKNOWN it queries progress instead of sending the command again.
  * A command is "lost" when neither its output nor a Catch message arrives.
+ *
+ * The simulator counts every START and STOP at arrival, whatever it answered, so
+ * the soak also reports the same message arriving twice (each START has its own
+ * token; a STOP is known by its transactionId, beyond the STOPs the soak itself
+ * sent again) and an OUTCOME_UNKNOWN for a command that never arrived (the
+ * client should have known it was not sent). Real servers' connection habits
+ * are in the rotation: close-after-answer and idle keep-alive closes with no hint.
+ * Exits 1 when an invariant fails; a watchdog ends a run that hangs.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import helper from 'node-red-node-test-helper';
 import type { Node } from 'node-red';
-import { ChargingServiceSimulator, FaultRule } from '../simulator/simulator';
+import { ChargingServiceSimulator, FaultRule, commandKey } from '../simulator/simulator';
 
 interface Args {
   seconds: number;
@@ -77,7 +85,18 @@ const FAULTS: Array<[string, FaultRule]> = [
   ['token drip', { target: 'token', kind: 'drip', delayMs: 400, times: 1 }],
   ['token echo 401', { target: 'token', kind: 'echo', status: 401, times: 1 }],
   ['token 429 Retry-After 1', { target: 'token', kind: 'status', status: 429, headers: { 'Retry-After': '1' }, times: 1 }],
+  // Real servers' connection habits: each answer closes its connection (no Connection: close),
+  // or idle keep-alive connections close with no Keep-Alive hint (IDLE_CLOSE below).
+  ['close after 20 answers', { target: 'any', kind: 'close-after-answer', times: 20 }],
+  ['POST close after answer', { target: 'post', kind: 'close-after-answer', times: 5 }],
+  ['token close after answer', { target: 'token', kind: 'close-after-answer', times: 1 }],
+  ['idle-close', { target: 'any', kind: 'idle-close' }],
 ];
+
+/** idle-close in the rotation: for IDLE_CLOSE_FOR_MS, idle connections close after 50-1000 ms. */
+const IDLE_CLOSE_FOR_MS = 3_000;
+/** Shortest gap between two token revocations (tokens live 12 s in the soak). */
+const REVOKE_GAP_MS = 4_000;
 
 /** The message budget of the nodes (DEFAULT_RETRY.maxTotalMs): every command must be answered within it. */
 const DEADLINE_MS = 30_000;
@@ -102,8 +121,21 @@ function shown(msg: Record<string, unknown>): string {
   }
 }
 
+/** The command's identity at the service (commandKey): a START from its fields, a STOP from the progress record it is given. */
+function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandKey> {
+  const p = payload as Record<string, unknown> & { transactionData?: { transactionId?: string } };
+  if (label === 'START') return commandKey({ action: 'START', token: p.token, locationId: p.locationId, evseId: p.evseId });
+  if (label === 'STOP') return commandKey({ action: 'STOP', transactionId: p.transactionData?.transactionId });
+  return null;
+}
+
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  // Bounded whatever happens: the run, the 35 s drain, and a margin; a hang is a failure.
+  setTimeout(() => {
+    console.error(`SOAK FAILED: still running ${args.seconds + 120} s after it started`);
+    process.exit(1);
+  }, (args.seconds + 120) * 1000).unref();
   const random = rng(args.seed);
   let crashes = 0;
   const crashReasons: string[] = [];
@@ -170,8 +202,14 @@ async function main(): Promise<void> {
     slowestAnswerMs: 0,
     lateAnswers: 0,
     leaks: 0,
+    /** OUTCOME_UNKNOWN for a START or STOP that had not arrived at the service by the time it was reported */
+    unknownNeverReceived: 0,
   };
+  /** STOPs the soak itself sent per transactionId (a STOP may be sent again on purpose) */
+  const stopsSent = new Map<string, number>();
   const unclear: string[] = [];
+  /** one message per error kind, printed after the table so a run's failures can be read */
+  const firstError = new Map<string, string>();
   let seq = 0;
   const deadline = Date.now() + args.seconds * 1000;
   const total = () => stats.commands.START + stats.commands.progress + stats.commands.STOP;
@@ -180,16 +218,20 @@ async function main(): Promise<void> {
   function command(node: 'start' | 'progress' | 'stop', payload: unknown): Promise<Outcome | null> {
     const label = node === 'start' ? 'START' : node === 'stop' ? 'STOP' : 'progress';
     stats.commands[label]++;
-    const id = `c${++seq}`;
+    // Which message this is at the service, and how often it had arrived before it was sent.
+    const id = arrivalKey(label, payload);
+    const arrivedBefore = id ? sim.arrivals(id.action, id.key) : 0;
+    if (id?.action === 'STOP') stopsSent.set(id.key, (stopsSent.get(id.key) ?? 0) + 1);
+    const soakId = `c${++seq}`;
     const sentAt = performance.now();
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
-        if (waiting.delete(id)) {
+        if (waiting.delete(soakId)) {
           stats.lost++;
           resolve(null);
         }
       }, DEADLINE_MS + 5_000);
-      waiting.set(id, (o) => {
+      waiting.set(soakId, (o) => {
         clearTimeout(timer);
         const took = performance.now() - sentAt;
         stats.slowestAnswerMs = Math.max(stats.slowestAnswerMs, Math.round(took));
@@ -205,11 +247,21 @@ async function main(): Promise<void> {
           stats.failedUnclear++;
           if (unclear.length < 10) unclear.push(`${o.code}: ${o.message}`);
         }
-        if (o.code === 'OUTCOME_UNKNOWN') stats.outcomeUnknown++;
-        if (!o.ok) stats.errorsByCode[`${label} ${o.code}`] = (stats.errorsByCode[`${label} ${o.code}`] ?? 0) + 1;
+        if (o.code === 'OUTCOME_UNKNOWN') {
+          stats.outcomeUnknown++;
+          if (id && sim.arrivals(id.action, id.key) === arrivedBefore) {
+            stats.unknownNeverReceived++;
+            if (unclear.length < 10) unclear.push(`${label} OUTCOME_UNKNOWN never arrived: ${o.message}`);
+          }
+        }
+        if (!o.ok) {
+          const k = `${label} ${o.code}`;
+          stats.errorsByCode[k] = (stats.errorsByCode[k] ?? 0) + 1;
+          if (!firstError.has(k)) firstError.set(k, o.message ?? '');
+        }
         resolve(o);
       });
-      (helper.getNode(node) as Node & { receive(m: unknown): void }).receive({ _soakId: id, payload });
+      (helper.getNode(node) as Node & { receive(m: unknown): void }).receive({ _soakId: soakId, payload });
     });
   }
 
@@ -262,11 +314,33 @@ async function main(): Promise<void> {
     }
   }
 
+  let idleCloseTimer: NodeJS.Timeout | undefined;
+  let lastRevokeAt = -Infinity;
   const faultTimer = setInterval(() => {
     const [, rule] = FAULTS[Math.floor(random() * FAULTS.length)];
+    if (rule.kind === 'idle-close') {
+      if (idleCloseTimer) return;
+      sim.setIdleClose(50 + Math.floor(random() * 950));
+      stats.faultsInjected++;
+      idleCloseTimer = setTimeout(() => {
+        sim.setIdleClose(null);
+        idleCloseTimer = undefined;
+      }, IDLE_CLOSE_FOR_MS);
+      return;
+    }
     // Token requests are rare (one per token lifetime): faults for them would queue up until every
     // token request met one. One at a time keeps the token endpoint flaky rather than dead.
     if (rule.target === 'token' && sim.pendingFaults().some((f) => f.target === 'token')) return;
+    // The same for revocations: while the client backs off after a token failure no service request
+    // uses them up, and a pile of them would revoke every fresh token after the pause, for ever.
+    if (rule.kind === 'revoke' && sim.pendingFaults().some((f) => f.kind === 'revoke')) return;
+    // And not more than one every REVOKE_GAP_MS: a revocation that lands on the token the client has just
+    // fetched reads "the service refuses fresh tokens" and earns a back-off, as it should in production;
+    // revoking every few hundred ms turned the soak into a test of that back-off (19 000 of 20 000 AUTH).
+    if (rule.kind === 'revoke') {
+      if (performance.now() - lastRevokeAt < REVOKE_GAP_MS) return;
+      lastRevokeAt = performance.now();
+    }
     sim.inject({ ...rule });
     stats.faultsInjected++;
   }, 100);
@@ -275,6 +349,7 @@ async function main(): Promise<void> {
   const cpu0 = process.cpuUsage();
   await Promise.all(Array.from({ length: args.workers }, (_, w) => worker(w)));
   clearInterval(faultTimer);
+  clearTimeout(idleCloseTimer);
   sim.clearFaults();
   // Let anything still in flight land before counting.
   const drainEnd = Date.now() + 35_000;
@@ -302,6 +377,12 @@ async function main(): Promise<void> {
     sessionsCompleted: stats.sessionsCompleted,
     duplicateStartsAtService: sim.counters.duplicateStarts,
     duplicateStopsAtService: sim.counters.duplicateStops,
+    outcomeUnknownNeverReceived: stats.unknownNeverReceived,
+    startArrivals: sim.counters.startArrivals,
+    stopArrivals: sim.counters.stopArrivals,
+    duplicateStartArrivals: sim.counters.duplicateStartArrivals,
+    // The soak sends a STOP again on purpose when the session did not end: those are not the client's duplicates.
+    duplicateStopArrivalsBeyondSent: [...stopsSent].reduce((n, [key, sent]) => n + Math.max(0, sim.duplicateArrivals('STOP', key) - (sent - 1)), 0),
     tokenRequests: sim.counters.tokenRequests,
     tokensIssued: sim.counters.tokensIssued,
     faultsInjected: stats.faultsInjected,
@@ -319,6 +400,9 @@ async function main(): Promise<void> {
   const rows = Object.entries(report).map(([k, v]) => `| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |`);
   const md = `# Soak run\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
   console.log(md);
+  if (firstError.size) console.log('One message per error kind:\n' + [...firstError].map(([k, m]) => `  ${k}: ${m}`).join('\n'));
+  const beyond = [...stopsSent].filter(([key, sent]) => sim.duplicateArrivals('STOP', key) > sent - 1);
+  if (beyond.length) console.log('STOPs that arrived more often than sent:\n' + beyond.slice(0, 10).map(([key, sent]) => `  ${key}: sent ${sent}, answered ${sim.arrivalAnswers('STOP', key).join(', ')}`).join('\n'));
   if (unclear.length) console.log('Unclear errors:\n' + unclear.join('\n'));
   if (crashReasons.length) console.log('Crashes:\n' + crashReasons.slice(0, 5).join('\n'));
   if (args.out) {
@@ -329,6 +413,9 @@ async function main(): Promise<void> {
     report.lost === 0 &&
     report.duplicateStartsAtService === 0 &&
     report.duplicateStopsAtService === 0 &&
+    report.outcomeUnknownNeverReceived === 0 &&
+    report.duplicateStartArrivals === 0 &&
+    report.duplicateStopArrivalsBeyondSent === 0 &&
     crashes === 0 &&
     report.failedUnclear === 0 &&
     report.answersAfterDeadline === 0 &&

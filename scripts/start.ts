@@ -11,6 +11,7 @@
  *   PORT=1881 SIM_PORT=18081 npm start        (or npm start -- --port 18081 for the simulator)
  */
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import { ChargingServiceSimulator } from '../simulator/simulator';
@@ -19,6 +20,16 @@ import { HELP as SIMULATOR_HELP, parseArgs } from '../simulator/cli';
 const root = path.resolve(__dirname, '..', '..');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { name: string };
 const DEMOS = ['01 Start, follow and stop a session.json', '05 Charging monitor (watch mode).json'].map((f) => path.join(root, 'examples', f));
+const DASHBOARD_DEMO = path.join(root, 'examples', '11 Charging dashboard.json');
+
+/** Dashboard 2.0 from this repo's node_modules (a devDependency), or null when it is not installed. */
+export function dashboardDir(): string | null {
+  try {
+    return path.dirname(require.resolve('@flowfuse/node-red-dashboard/package.json', { paths: [root] }));
+  } catch {
+    return null;
+  }
+}
 
 async function main(): Promise<void> {
   const dataDir = path.join(root, '.node-red-data');
@@ -41,6 +52,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   for (const f of parsed.faults) sim.inject(f);
+  const mqttPort = await startMqttBroker();
   prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
 
   const o = sim.options;
@@ -48,9 +60,19 @@ async function main(): Promise<void> {
            token URL ${sim.authUrl}
            client    ${o.clientId} / ${o.clientSecret} (${o.authMethod})${parsed.faults.length ? `\n           faults    ${parsed.faults.length} armed` : ''}
            faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
+MQTT:      broker on 127.0.0.1:${mqttPort} (CHARGING_MQTT_HOST/PORT, for example 06); import example 06 and publish a surplus to watch the car start:
+           mosquitto_pub -p ${mqttPort} -t home/solar/surplus_w -m 4200      (or any MQTT client)
+Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11, Dashboard 2.0)` : 'not installed (npm install)'}
 Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, simulatorEnv(sim));
+  // Example 10 appends ended sessions to this file: the demo's own user dir, not ~/.node-red.
+  const sessionLog = process.env.CHARGING_SESSION_LOG ?? path.join(dataDir, 'charging-sessions.csv');
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, {
+    ...simulatorEnv(sim),
+    CHARGING_MQTT_HOST: '127.0.0.1',
+    CHARGING_MQTT_PORT: String(mqttPort),
+    CHARGING_SESSION_LOG: sessionLog,
+  });
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -83,14 +105,42 @@ export function spawnNodeRed(
 }
 
 /**
- * The demo: examples 01 and 05 as npm start deploys them, every id prefixed with
- * "demo-" so that importing the same examples from the library next to it asks
- * no "nodes already exist" question, and their own RFID tokens and locations
- * (E01-RFID-1 becomes DEMO-RFID-1, E05-… MON-…) so that an imported copy does
- * not compete with the demo for the same connector.
+ * An in-process MQTT broker (aedes, a devDependency) for example 06, on the first
+ * free port from 1883 up, so that a newcomer needs no broker of their own.
+ */
+async function startMqttBroker(): Promise<number> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Aedes } = require('aedes') as { Aedes: { createBroker(): Promise<{ handle: (s: net.Socket) => void }> } };
+  const broker = await Aedes.createBroker();
+  for (let port = 1883; ; port++) {
+    const server = net.createServer(broker.handle);
+    const ok = await new Promise<boolean>((resolve) => {
+      server.once('error', () => resolve(false));
+      server.listen(port, '127.0.0.1', () => resolve(true));
+    });
+    if (ok) {
+      server.unref(); // Node-RED's exit ends npm start, as before
+      return port;
+    }
+    if (port >= 1983) throw new Error('no free port for the MQTT broker in 1883-1983');
+  }
+}
+
+/**
+ * The demo: examples 01 and 05 (and 11, the dashboard, when Dashboard 2.0 is
+ * installed) as npm start deploys them, every id prefixed with "demo-" so that
+ * importing the same examples from the library next to it asks no "nodes already
+ * exist" question, and their own RFID tokens and locations (E01-RFID-1 becomes
+ * DEMO-RFID-1, E05-… MON-…, E11-… DASH-…) so that an imported copy does not
+ * compete with the demo for the same connector. The demo's dashboard page is
+ * /charging-demo: an imported example 11 brings its own page (/charging); its
+ * ui-base is dropped by Dashboard 2.0's editor, which keeps one per Node-RED.
  */
 export function demoFlow(): Array<Record<string, unknown>> {
-  const flow = DEMOS.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-')) as Array<Record<string, unknown>>);
+  const files = dashboardDir() ? [...DEMOS, DASHBOARD_DEMO] : DEMOS;
+  const text = (f: string) => fs.readFileSync(f, 'utf8').replace(/\bE01-/g, 'DEMO-').replace(/\bE05-/g, 'MON-').replace(/\bE11-/g, 'DASH-');
+  const flow = files.flatMap((f) => JSON.parse(text(f)) as Array<Record<string, unknown>>);
+  for (const n of flow) if (n.type === 'ui-page') Object.assign(n, { name: `${n.name as string} demo`, path: `${n.path as string}-demo` });
   const ids = new Set(flow.map((n) => n.id as string));
   const rename = (v: unknown): unknown => {
     if (typeof v === 'string') return ids.has(v) ? `demo-${v}` : v;
@@ -111,10 +161,18 @@ export function prepareUserDir(dataDir: string, uiPort: number, flows: 'reset' |
   // Install this package into the user dir the way `npm install <path>` would: a link.
   const link = path.join(dataDir, 'node_modules', ...pkg.name.split('/'));
   if (!fs.existsSync(link)) fs.symlinkSync(root, link, 'dir');
-  fs.writeFileSync(
-    path.join(dataDir, 'package.json'),
-    JSON.stringify({ name: 'node-red-project', private: true, dependencies: { [pkg.name]: `file:${root}` } }, null, 2),
-  );
+  const dependencies: Record<string, string> = { [pkg.name]: `file:${root}` };
+  // Dashboard 2.0 the same way, from this repo's node_modules: Node-RED 4 and 5 load
+  // the modules in the user dir's node_modules, and the link resolves its own
+  // dependencies from where it really lives.
+  const dashboard = dashboardDir();
+  if (dashboard) {
+    fs.mkdirSync(path.join(dataDir, 'node_modules', '@flowfuse'), { recursive: true });
+    const dashLink = path.join(dataDir, 'node_modules', '@flowfuse', 'node-red-dashboard');
+    if (!fs.existsSync(dashLink)) fs.symlinkSync(dashboard, dashLink, 'dir');
+    dependencies['@flowfuse/node-red-dashboard'] = `file:${dashboard}`;
+  }
+  fs.writeFileSync(path.join(dataDir, 'package.json'), JSON.stringify({ name: 'node-red-project', private: true, dependencies }, null, 2));
   fs.writeFileSync(
     path.join(dataDir, 'settings.js'),
     `// Written by npm start: demo settings for this machine only (no admin login, editor on 127.0.0.1).

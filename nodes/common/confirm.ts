@@ -4,6 +4,9 @@ import type { NodeMessage } from 'node-red';
 import { closedError, isChargingError } from '../lib/errors';
 import { positiveNumber } from '../lib/settings';
 import type { ProgressRecord } from '../lib/session/record';
+import type { ChargingCommand } from '../lib/session/commands';
+import { ensureStop, notStopped } from '../lib/session/ensure-stop';
+import { deriveSession, sessionTotals } from '../lib/session/record';
 import { waitForSession } from '../lib/session/wait';
 import type { Outputs, WorkContext } from './run-node';
 import { NodeStatus, Status } from './status';
@@ -15,6 +18,13 @@ export interface WaitConfig {
   waitTimeout?: string | number;
   /** send to a second output on timeout instead of raising an error */
   timeoutOutput?: boolean;
+}
+
+export interface EnsureConfig extends WaitConfig {
+  /** "Make sure it ends": STOP again while the session goes on */
+  ensure?: boolean;
+  /** STOPs in all, 1–10 */
+  ensureAttempts?: string | number;
 }
 
 /** Milliseconds between polls while waiting: often enough to feel immediate, rarely enough to be harmless. */
@@ -44,7 +54,8 @@ export async function sendWhenConfirmed(
   ctx.status(Status.waiting(what === 'START' ? 'waitingStart' : 'waitingEnd'));
   try {
     const record = await waitForSession(
-      async (t) => (await ctx.client.getProgress(t, { signal: ctx.signal })).record,
+      // The wait hands each poll a signal that also carries the node's close.
+      async (t, signal) => (await ctx.client.getProgress(t, { signal: signal ?? ctx.signal })).record,
       token,
       want,
       what,
@@ -59,6 +70,43 @@ export async function sendWhenConfirmed(
     ctx.status(Status.warn(what === 'START' ? 'startNotConfirmed' : 'stopNotConfirmed'));
     return [null, out];
   }
+}
+
+/** STOPs in all when "Make sure it ends" is on and the field is empty or out of range. */
+export const DEFAULT_ENSURE_ATTEMPTS = 3;
+
+/**
+ * "Make sure it ends": STOP, wait for the end, STOP again while the session
+ * goes on (nodes/lib/session/ensure-stop.ts). Ended → output 1 with
+ * msg.outcome "ended" and msg.stopAttempts; not ended → NOT_STOPPED, or output
+ * 2 with msg.outcome "not stopped" when that output is enabled.
+ */
+export async function sendWhenStopped(msg: NodeMessage, payload: Record<string, unknown>, command: ChargingCommand, config: EnsureConfig, ctx: WorkContext): Promise<Outputs> {
+  const result = await ensureStop(command, {
+    attempts: Math.round(positiveNumber(config.ensureAttempts, DEFAULT_ENSURE_ATTEMPTS, 1, 10)),
+    timeoutMs: positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000,
+    intervalMs: WAIT_POLL_MS,
+    signal: ctx.signal,
+    send: (c) => ctx.client.sendCommand(c, { signal: ctx.signal }),
+    poll: async (t, signal) => (await ctx.client.getProgress(t, { signal: signal ?? ctx.signal })).record,
+    sleep: pause,
+    onAttempt: (n, of) => ctx.status(Status.requesting('stoppingAttempt', { n, of })),
+    onWaiting: (n, of) => ctx.status(Status.waiting('stoppingAttempt', { n, of })),
+  });
+  // No STOP accepted but the session ended (every answer was lost): the message carries no status.
+  const out: NodeMessage & Record<string, unknown> = result.accepted ? acceptedMessage(msg, payload, result.accepted, 'STOP', ctx) : { ...msg, payload };
+  out.outcome = result.outcome;
+  out.stopAttempts = result.stopAttempts;
+  const last = result.lastActive ? deriveSession(result.lastActive, ctx.service.deriveOptions) : null;
+  // Ended: the session's record for the books, as watch mode sends it on "ended" (endedAt: wall time, people read it).
+  out.session = last && result.outcome === 'ended' ? { ...last, ...sessionTotals(last, Date.now()) } : last;
+  if (result.outcome === 'ended') {
+    ctx.status(Status.ok('sessionEnded'));
+    return config.timeoutOutput ? [out, null] : out;
+  }
+  if (!config.timeoutOutput) throw notStopped(result);
+  ctx.status(Status.warn('stopNotConfirmed'));
+  return [null, out];
 }
 
 /**

@@ -19,6 +19,8 @@ export interface ServiceSettings {
   /** seconds */
   timeout?: unknown;
   maxInFlight?: unknown;
+  /** requests per second, decimals allowed; empty or 0: no limit */
+  maxRequestsPerSec?: unknown;
   allowInsecureHttp?: unknown;
   /** id of a tls-config node */
   tls?: unknown;
@@ -80,10 +82,21 @@ export function clientOptions(RED: NodeAPI, settings: ServiceSettings, typed: Cr
     clientSecret: credentials.clientSecret,
     timeoutMs: positiveNumber(settings.timeout, 10, 1, 300) * 1000,
     maxInFlight: Math.round(positiveNumber(settings.maxInFlight, DEFAULT_MAX_IN_FLIGHT, 1, 256)),
+    maxRequestsPerSec: requestsPerSec(settings.maxRequestsPerSec),
     tls: tlsOptions(RED, typeof settings.tls === 'string' ? settings.tls : undefined),
     ...gatewayOptions(settings, typed, env),
   };
   return { options, warnings: [base.warning, auth.warning].filter((w): w is string => !!w) };
+}
+
+/** Max requests per second: empty or 0 is no limit; anything else must be a positive number (decimals allowed). */
+function requestsPerSec(value: unknown): number {
+  if (value === undefined || value === null || String(value).trim() === '') return 0;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 0 || n > 10_000) {
+    throw new ChargingError('CONFIG', `Max requests per second "${String(value)}" is not a number from 0 to 10000 (0 or empty: no limit; decimals allowed, e.g. 0.5)`);
+  }
+  return n;
 }
 
 /** Header names the client sets itself, or that a proxy or Node reads: an API key may not take their place. */

@@ -45,6 +45,7 @@ export const STATUS_KEYS = [
   'waitingEnd',
   'startNotConfirmed',
   'stopNotConfirmed',
+  'stoppingAttempt',
   'watching',
   'watchingEnergy',
   'watchingEvent',
@@ -61,6 +62,7 @@ export const STATUS_KEYS = [
   'error.networkCause',
   'error.badResponse',
   'error.notConfirmed',
+  'error.notStopped',
   'error.noSession',
   'error.config',
   'error.closed',
@@ -107,6 +109,8 @@ export function badgeReason(err: unknown): { key: StatusKey; values?: Values } {
       return { key: 'error.badResponse' };
     case 'NOT_CONFIRMED':
       return { key: 'error.notConfirmed' };
+    case 'NOT_STOPPED':
+      return { key: 'error.notStopped' };
     case 'NO_SESSION':
       return { key: 'error.noSession' };
     case 'CONFIG':

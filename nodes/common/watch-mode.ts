@@ -4,6 +4,8 @@
  * failures reported through the node's lifecycle like any other error.
  */
 import type { Node, NodeAPI, NodeMessage } from 'node-red';
+import type { ServiceClient } from '../lib/client/service-client';
+import { POLL_SHARE } from '../lib/client/request-budget';
 import { ChargingError } from '../lib/errors';
 import { normaliseField, tokensFrom } from '../lib/session/inputs';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
@@ -32,6 +34,7 @@ export class WatchMode {
     private readonly watcher: SessionWatcher,
     private readonly life: NodeLifecycle,
     private readonly store: WatchStore,
+    private readonly budget: { client: Pick<ServiceClient, 'setPollDemand' | 'pollStretch' | 'requestRate'>; intervalSec: number },
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
@@ -53,16 +56,23 @@ export class WatchMode {
     let mode: WatchMode | null = null;
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const watcher = new SessionWatcher(
-      async (token) => (await client.getProgress(token, { signal: life.signal })).record,
-      { intervalMs: intervalSec * 1000, emitEveryPoll: config.emitEveryPoll === true, derive: service.deriveOptions, onState: (token, state) => store.state(token, state) },
+      async (token) => (await client.getProgress(token, { signal: life.signal, priority: 'poll' })).record,
+      {
+        intervalMs: intervalSec * 1000,
+        emitEveryPoll: config.emitEveryPoll === true,
+        derive: service.deriveOptions,
+        stretch: () => client.pollStretch(),
+        onState: (token, state) => store.state(token, state),
+      },
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, { topic: token, payload: { token } }),
     );
-    mode = new WatchMode(node, watcher, life, store);
+    mode = new WatchMode(node, watcher, life, store, { client, intervalSec });
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
       watcher.close();
+      client.setPollDemand(node.id, 0);
       if (removed) store.clear(true);
     });
     return mode;
@@ -87,6 +97,24 @@ export class WatchMode {
       }
     }
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
+    this.demand();
+  }
+
+  /**
+   * Tells the request budget how many polls per second this node would like,
+   * and says once (with the figures) when Max requests per second makes every
+   * watch schedule stretch instead of queueing polls without end.
+   */
+  private demand(): void {
+    const { client, intervalSec } = this.budget;
+    client.setPollDemand(this.node.id, this.watcher.size / intervalSec);
+    const stretch = client.pollStretch();
+    if (stretch <= 1) return;
+    const rate = client.requestRate;
+    this.life.warnOnce(
+      'budget',
+      `Watching ${this.watcher.size} tokens every ${intervalSec} s needs ${fmt(this.watcher.size / intervalSec)} requests/s, more than Max requests per second (${fmt(rate.limit)}, ${Math.round(POLL_SHARE * 100)} % of it for watch polls, shared by every watch node of this configuration) allows: each token is polled every ${fmt(intervalSec * stretch)} s instead`,
+    );
   }
 
   /**
@@ -111,6 +139,7 @@ export class WatchMode {
     this.store.removed(stale);
     this.watcher.watch(valid, (token) => kept.get(token)?.state);
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
+    this.demand();
   }
 
   private onEvent(e: WatchEvent, toOutputs: (msg: NodeMessage, event: string) => Outputs): void {
@@ -121,3 +150,5 @@ export class WatchMode {
     this.life.board.set(Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values));
   }
 }
+
+const fmt = (n: number): string => String(Math.round(n * 100) / 100);

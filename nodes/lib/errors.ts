@@ -16,6 +16,7 @@ export type ChargingErrorCode =
   | 'OUTCOME_UNKNOWN' // a START/STOP may have reached the station; not repeated
   | 'BAD_RESPONSE' // a 2xx we cannot read
   | 'NOT_CONFIRMED' // a wait for a session to start/end ran out
+  | 'NOT_STOPPED' // "make sure it ends": the session was still active after the last STOP
   | 'NO_SESSION' // an action needed a session and there is none
   | 'CLOSED' // the node or config was closed (redeploy) while the request waited
   | 'INTERNAL'; // a failure in this package itself: please report it

@@ -22,13 +22,18 @@ const SHOTS = path.join(__dirname, '..', '..', '..', 'screenshots', process.env.
 export interface BrowserSession {
   sim: ChargingServiceSimulator;
   page: Page;
+  /** Node-RED's editor, http://127.0.0.1:port/ */
+  url: string;
   /** Node-RED's output so far */
   log(): string;
   shot(name: string): Promise<void>;
 }
 
-/** Registers before/after hooks on the current suite; the session is filled in by `before`. */
-export function browserSession(flows: 'empty' | 'reset', simOptions: SimulatorOptions = {}): BrowserSession {
+/**
+ * Registers before/after hooks on the current suite; the session is filled in by `before`.
+ * `prepare` may change the user dir (settings, flows) before Node-RED starts on it.
+ */
+export function browserSession(flows: 'empty' | 'reset', simOptions: SimulatorOptions = {}, prepare?: (dataDir: string) => void): BrowserSession {
   let red: ChildProcess | null = null;
   let context: BrowserContext | null = null;
   let redLog = '';
@@ -54,6 +59,7 @@ export function browserSession(flows: 'empty' | 'reset', simOptions: SimulatorOp
     dirs.push(dataDir, profile);
     const port = await freePort();
     prepareUserDir(dataDir, port, flows);
+    prepare?.(dataDir);
     // The Node-RED under test (4.x, or 5.x on the second pass), run with this process's Node.
     red = spawnNodeRed(dataDir, port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'), simulatorEnv(session.sim));
     red.stdout?.on('data', (d: Buffer) => (redLog += d.toString()));
@@ -67,7 +73,8 @@ export function browserSession(flows: 'empty' | 'reset', simOptions: SimulatorOp
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', '--disable-quic'],
     });
     session.page = context.pages()[0] ?? (await context.newPage());
-    await session.page.goto(`http://127.0.0.1:${port}/`);
+    session.url = `http://127.0.0.1:${port}/`;
+    await session.page.goto(session.url);
     await session.page.waitForSelector('#red-ui-palette-container', { timeout: 60_000 });
   });
 

@@ -27,7 +27,7 @@ describe('editor: API key and token parameters (Chromium)', function () {
     return page.$eval(sel, (e) => e.classList.contains('input-error'));
   };
 
-  it('marks malformed Token parameters with a red border, and accepts key=value pairs', async () => {
+  it('marks malformed Token parameters and Max requests per second with a red border, and accepts well-formed values', async () => {
     await page.evaluate(() => {
       const RED = (window as unknown as AnyRed).RED;
       RED.view.importNodes([{ id: 'gw-start', type: 'charging-start', z: RED.workspaces.active(), name: '', service: '', x: 300, y: 120, wires: [[]] }]);
@@ -41,6 +41,11 @@ describe('editor: API key and token parameters (Chromium)', function () {
     assert.equal(await marked('tokenParams', 'audience=https://api.example.com&resource=urn%3Acharging'), false, 'well-formed: not marked');
     assert.equal(await marked('apiKeyHeader', 'Authorization'), true, 'a header the client sets itself: marked');
     assert.equal(await marked('apiKeyHeader', 'x-api-key'), false);
+    // Max requests per second (issue 17.3): empty or a number from 0, decimals allowed.
+    assert.equal(await marked('maxRequestsPerSec', '-1'), true, 'negative: marked');
+    assert.equal(await marked('maxRequestsPerSec', 'abc'), true, 'not a number: marked');
+    assert.equal(await marked('maxRequestsPerSec', '0.5'), false, 'a decimal: not marked');
+    assert.equal(await marked('maxRequestsPerSec', ''), false, 'empty (no limit): not marked');
     await session.shot('dialog-service-gateway');
   });
 

@@ -46,8 +46,10 @@ describe("examples imported into npm start's editor (Chromium)", function () {
     const { page, sim } = session;
     await page.waitForFunction(() => Array.from(document.querySelectorAll('.red-ui-flow-node-status-label')).some((e) => /started|charging|watching/.test(e.textContent ?? '')), undefined, { timeout: 30_000 });
     const deadline = Date.now() + 40_000;
-    while (Date.now() < deadline && !(sim.counters.stops >= 2 && sim.activeSessions() === 0)) await delay(500);
-    assert.equal(sim.counters.starts, 2, 'DEMO-RFID-1 and MON-RFID-1 started once each');
+    // DASH-RFID-1 (the dashboard, example 11) charges on until someone presses Stop on the page.
+    while (Date.now() < deadline && !(sim.counters.stops >= 2 && sim.activeSessions() === 1)) await delay(500);
+    assert.equal(sim.counters.starts, 3, 'DEMO-RFID-1, MON-RFID-1 and DASH-RFID-1 started once each');
+    assert.ok(sim.session('DASH-RFID-1'), 'the dashboard session charges on');
     assert.equal(sim.counters.stops, 2, 'and stopped once each');
     const red = (await editorNodes(page)).filter((n) => n.status?.fill === 'red');
     assert.deepEqual(red, []);
@@ -72,7 +74,8 @@ describe("examples imported into npm start's editor (Chromium)", function () {
         return { status: res.status, text: await res.text() };
       }, lib);
       assert.equal(fetched.status, 200, `GET ${lib}`);
-      const imported = { ids: (JSON.parse(fetched.text) as Array<{ id: string }>).map((n) => n.id) };
+      // Dashboard 2.0's editor keeps one ui-base per Node-RED: the demo's stays, an imported one is dropped.
+      const imported = { ids: (JSON.parse(fetched.text) as Array<{ id: string; type: string }>).filter((n) => n.type !== 'ui-base').map((n) => n.id) };
       // Import it as a user does: the Import dialog, the flow text, the Import button.
       await page.evaluate(() => document.querySelectorAll('.red-ui-notification').forEach((n) => n.remove()));
       await page.evaluate(() => (window as unknown as { RED: { clipboard: { import(): void } } }).RED.clipboard.import());
@@ -109,7 +112,8 @@ describe("examples imported into npm start's editor (Chromium)", function () {
     await page.waitForFunction(() => document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled'), undefined, { timeout: 15_000 });
     // The once-injects of 01 (copy and demo) and 05 fire within 4 s; the stories end within ~20 s.
     const deadline = Date.now() + 40_000;
-    while (Date.now() < deadline && !(sim.counters.stops - stops0 >= 4 && sim.activeSessions() === 0)) await delay(500);
+    // Example 11 and the demo's dashboard charge on (DASH-RFID-1, E11-RFID-1): their Stop is a button.
+    while (Date.now() < deadline && !(sim.counters.stops - stops0 >= 4 && sim.activeSessions() === 2)) await delay(500);
     assert.equal(sim.counters.stops - stops0, 4, 'the demo and the imported 01 and 05 each stopped their session once');
     await delay(1500);
     const red = (await editorNodes(page)).filter((n) => n.status?.fill === 'red');

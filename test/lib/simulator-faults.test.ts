@@ -125,6 +125,21 @@ describe('simulator faults of real servers and gateways', () => {
     assert.equal(sim.counters.starts, 0, 'the gateway answered: the service saw nothing');
   });
 
+  it('the new faults at run time over /__sim/faults, and DELETE clears them', async () => {
+    sim = await started();
+    const arm = (rule: object) => fetch(`${sim.url}/__sim/faults`, { method: 'POST', body: JSON.stringify(rule) });
+    assert.equal((await arm({ target: 'any', kind: 'route-404', times: 'Infinity' })).status, 200);
+    assert.equal((await arm({ target: 'any', kind: 'idle-close', delayMs: 2000 })).status, 200);
+    const state = (await (await fetch(`${sim.url}/__sim/state`)).json()) as { idleCloseMs: number; faults: Array<{ kind: string }> };
+    assert.equal(state.idleCloseMs, 2000); // long enough that fetch's own pooled connection is not closed under it
+    assert.deepEqual(state.faults.map((f) => f.kind), ['route-404']);
+    for (let i = 0; i < 2; i++) assert.equal((await fetch(`${sim.url}${SESSIONS_PATH}?token=T1`)).status, 404);
+    assert.doesNotMatch((await rawRequest(sim, 100)).head, /keep-alive: timeout/i);
+    await fetch(`${sim.url}/__sim/faults`, { method: 'DELETE' });
+    assert.equal((await fetch(`${sim.url}${SESSIONS_PATH}?token=T1`)).status, 401, 'the service again: no bearer token');
+    assert.match((await rawRequest(sim, 100)).head, /keep-alive: timeout=5/i);
+  });
+
   it('ignore-stop: the next n STOPs get 202 and the session goes on; the one after ends it', async () => {
     sim = await started();
     const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };
@@ -150,12 +165,20 @@ describe('simulator faults of real servers and gateways', () => {
     const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };
     const cmd = { locationId: 'L1', evseId: '1', token: 'T1' };
     const post = (body: object) => fetch(`${sim.url}${SESSIONS_PATH}`, { method: 'POST', headers: auth, body: JSON.stringify(body) });
-    sim.inject({ target: 'post', kind: 'status', status: 503 }); // answered before processing: arrived all the same
-    assert.equal((await post({ action: 'START', ...cmd })).status, 503);
+    // 429: the service said it did not act, so the same START may come again.
+    sim.inject({ target: 'post', kind: 'status', status: 429 });
+    assert.equal((await post({ action: 'START', ...cmd })).status, 429);
     assert.equal((await post({ action: 'START', ...cmd })).status, 202);
     assert.equal((await post({ action: 'START', ...cmd })).status, 409);
     assert.equal(sim.arrivals('START', 'T1|L1|1'), 3);
     assert.equal(sim.counters.startArrivals, 3);
+    assert.equal(sim.counters.duplicateStartArrivals, 1, 'the one after the 202');
+    // A 503 answered before processing: the client cannot know, so another arrival is a duplicate.
+    sim.inject({ target: 'post', kind: 'status', status: 503 });
+    const other = { action: 'START', locationId: 'L2', evseId: '1', token: 'T2' };
+    assert.equal((await post(other)).status, 503);
+    assert.equal((await post(other)).status, 202);
+    assert.equal(sim.duplicateArrivals('START', 'T2|L2|1'), 1);
     assert.equal(sim.counters.duplicateStartArrivals, 2);
     assert.equal(sim.counters.duplicateStarts, 1, 'the old counter still counts only the refused one');
     await new Promise((r) => setTimeout(r, 60));
@@ -166,7 +189,7 @@ describe('simulator faults of real servers and gateways', () => {
     assert.equal(sim.arrivals('STOP', transactionId), 2);
     assert.equal(sim.counters.duplicateStopArrivals, 1);
     assert.equal(sim.counters.duplicateStops, 0, 'the old counter missed it');
-    assert.equal(sim.arrivals('START', 'T2|L1|1'), 0);
+    assert.equal(sim.arrivals('START', 'T3|L1|1'), 0);
   });
 
   it('TLS: https with the CA succeeds, without it the handshake fails', async () => {

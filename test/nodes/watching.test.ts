@@ -49,6 +49,35 @@ describe('watching, waiting and looking up sessions (runtime + simulator)', () =
     assert.equal(Sink.of('caught').messages.length, 0);
   });
 
+  /** A START or STOP sent to the simulator directly, as another system would. */
+  async function command(body: Record<string, unknown>): Promise<void> {
+    const basic = Buffer.from('test-client:S3cr3t-Value-That-Must-Never-Leak').toString('base64');
+    const tokenRes = await fetch(`${rt.sim.authUrl}/v1/token`, { method: 'POST', headers: { Authorization: `Basic ${basic}`, Accept: 'application/json', 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+    const { access_token } = (await tokenRes.json()) as { access_token: string };
+    const res = await fetch(`${rt.sim.baseUrl}${SESSIONS_PATH}`, { method: 'POST', headers: { Authorization: `Bearer ${access_token}`, Accept: 'application/json', 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal(res.status, 202, `${String(body.action)} accepted`);
+  }
+
+  it('watch mode: a "not found" blip or a gateway\'s route-404 while a session runs ends nothing; the real end is reported once', async () => {
+    await load(rt.sim, [{ ...WATCH, watchTokens: 'B-1' }, ...SINKS, CATCH]);
+    const out = Sink.of('out');
+    const base = { locationId: 'L', evseId: '1', token: 'B-1' };
+    await command({ action: 'START', ...base });
+    await until(() => out.messages.some((m) => m.event === 'started'), 'started', 5000);
+    rt.sim.inject({ target: 'get', kind: 'status', status: 404, times: 1 }); // the service's own "no session", once
+    await delay(1500);
+    rt.sim.inject({ target: 'get', kind: 'route-404', times: 3 }); // the gateway lost its route for three polls
+    await delay(1500);
+    assert.deepEqual(out.messages.filter((m) => m.event === 'ended' || m.event === 'started').map((m) => m.event), ['started']);
+    assert.equal(rt.sim.pendingFaults().length, 0, 'both blips were met');
+    const caught = Sink.of('caught').messages.map((m) => (m.error as { code: string }).code);
+    assert.deepEqual([...new Set(caught)], ['HTTP'], 'the gateway 404 is an HTTP error');
+    await command({ action: 'STOP', ...base, transactionId: rt.sim.session('B-1')?.transactionId });
+    await until(() => out.messages.some((m) => m.event === 'ended'), 'ended', 5000);
+    await delay(600);
+    assert.equal(out.messages.filter((m) => m.event === 'ended').length, 1);
+  });
+
   it('watch mode with tokens set in the node and split outputs: started on 1, updates on 2, ended on 3', async () => {
     await load(rt.sim, [{ ...WATCH, watchTokens: 'S-1, S-2', splitOutputs: true, outputs: 3, wires: [['out'], ['out2'], ['out3']] }, ...SINKS, CATCH]);
     await startAndStop('S-2');

@@ -8,6 +8,7 @@ import { ChargingError, closedError } from '../errors';
 import { backoffDelay } from './backoff';
 import { bodyProblemError, describeBody, Operation, statusError, transportError } from './classify';
 import type { ConcurrencyLimiter, Release } from './concurrency-limiter';
+import type { BudgetPriority, RequestBudget } from './request-budget';
 import type { Waits } from './deadlines';
 import type { Redactor } from './redactor';
 import type { AccessToken, TokenCache } from './token-cache';
@@ -43,12 +44,16 @@ export interface Request extends Operation {
   accept: (status: number) => boolean;
   /** the caller's abort (a node's close): cancels waiting, and a GET on the wire */
   signal?: AbortSignal;
+  /** place in the request budget: commands and queries before watch polls (default command) */
+  priority?: BudgetPriority;
 }
 
 export interface RequestContext {
   destination: Destination;
   tokens: TokenCache;
   limiter: ConcurrencyLimiter;
+  /** Max requests per second; absent: no limit */
+  budget?: RequestBudget;
   waits: Waits;
   redactor: Redactor;
   policy: RetryPolicy;
@@ -103,6 +108,10 @@ export class RequestRunner {
     this.checkOpen(req);
     // The common case takes no promise hop: a cached token and a free slot are taken synchronously.
     const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
+    // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
+    // stale pooled socket, inside the exchange, does not: the first never reached the server).
+    const budget = this.ctx.budget;
+    if (budget && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
     const release = this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
     try {
       // Waiting may have spanned a close: a slot granted just before it must not send after it.
@@ -127,6 +136,8 @@ export class RequestRunner {
       release();
     }
     if (ex.ended === 'cancelled') throw closedError('node');
+    if (res.status === 429) budget?.onThrottled();
+    else if (res.status < 500) budget?.onGood(); // any answer but 429 or a 5xx: the rate is not the problem
     if (!req.accept(res.status)) return { failure: statusError(res, req, describeBody(res.text, this.ctx.redactor), afterFreshToken), token: token.value };
     // A 2xx progress answer is only as good as its body; "no session" (404, 204) needs none.
     if (res.bodyProblem && req.method === 'GET' && res.status !== 404 && res.status !== 204) {
@@ -184,6 +195,19 @@ export class RequestRunner {
       () => this.ctx.limiter.forget(wait),
     );
     if (!wait.settled) this.ctx.limiter.enqueue(wait);
+    return wait.promise;
+  }
+
+  /** A place in the request budget's queue, bounded by the message's budget and its caller's abort. */
+  private waitForBudget(req: Request, budget: RequestBudget, budgetEnd: number): Promise<void> {
+    const wait = this.ctx.waits.begin<void>(
+      budgetEnd,
+      () => new ChargingError('TIMEOUT', `${req.what}: not sent within the time allowed for the message (${this.budgetSeconds()} s): Max requests per second is reached; nothing was sent`),
+      cancelledByNode,
+      req.signal,
+      () => budget.forget(wait),
+    );
+    if (!wait.settled) budget.enqueue(wait, req.priority ?? 'command');
     return wait.promise;
   }
 

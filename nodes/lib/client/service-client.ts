@@ -17,6 +17,7 @@ import { DEFAULT_RETRY, RequestRunner, RetryPolicy } from './request';
 import { TokenCache, TokenCacheOptions } from './token-cache';
 import { AUTH_METHODS, AuthMethod, basicCredentials, isInvalidClient, TokenEndpoint, tokenEndpoint } from './token-endpoint';
 import { Destination, RawResponse, Transport, TransportError } from './transport';
+import { BudgetPriority, RequestBudget } from './request-budget';
 
 export interface ServiceClientOptions {
   baseUrl: string;
@@ -38,6 +39,8 @@ export interface ServiceClientOptions {
    * standard environment variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY).
    */
   proxy?: string | false;
+  /** Max requests per second for this configuration, token requests excluded (0 or absent: no limit) */
+  maxRequestsPerSec?: number;
   /** largest response body accepted, bytes (default 1 MiB) */
   maxBodyBytes?: number;
   /** an API gateway's key, sent on every service request (never to the token endpoint) in apiKeyHeader; empty: none */
@@ -55,6 +58,8 @@ export interface ServiceClientOptions {
 export interface RequestOptions {
   /** aborts waiting, retries and (for a progress query) the request itself: a node's close */
   signal?: AbortSignal;
+  /** a watch node's poll waits behind commands and queries in the request budget */
+  priority?: BudgetPriority;
 }
 
 export interface ActionResult {
@@ -109,6 +114,7 @@ export class ServiceClient {
   private readonly tokenEndpoint: TokenEndpoint;
   private readonly runner: RequestRunner;
   private readonly limiter: ConcurrencyLimiter;
+  private readonly budget: RequestBudget;
   private readonly timeoutMs: number;
   private readonly maxBodyBytes: number;
   private readonly policy: RetryPolicy;
@@ -135,12 +141,14 @@ export class ServiceClient {
     );
     this.service = this.transport.to(this.sessionsUrl);
     this.limiter = new ConcurrencyLimiter(maxInFlight);
+    this.budget = new RequestBudget(options.maxRequestsPerSec ?? 0, options.now);
     this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
     this.tokens = new TokenCache(() => this.tokenEndpoint.requestWithRetry(), { now: options.now, ...options.tokenCache, onWarning: options.onWarning });
     this.runner = new RequestRunner({
       destination: this.service,
       tokens: this.tokens,
       limiter: this.limiter,
+      budget: this.budget.enabled ? this.budget : undefined,
       waits: this.waits,
       redactor: this.redactor,
       policy: this.policy,
@@ -161,6 +169,7 @@ export class ServiceClient {
       url: `${this.sessionsUrl}?token=${encodeQueryValue(token, 'token')}`,
       accept: (s) => (s >= 200 && s < 300) || s === 404,
       signal: opts.signal,
+      priority: opts.priority,
     });
     if (res.status === 404) {
       const notService = notFoundError(res, { method: 'GET', what: 'Progress query' }, safeHost(this.sessionsUrl), this.redactor);
@@ -249,10 +258,26 @@ export class ServiceClient {
    * up to graceMs (a START or STOP half-sent is better finished than cut), then
    * are cut and the sockets freed.
    */
+  /** Max requests per second (0: none), and the rate in use now (lower after a 429). */
+  get requestRate(): { limit: number; current: number } {
+    return { limit: this.budget.enabled ? this.budget.limit : 0, current: this.budget.currentRate };
+  }
+
+  /** A watch node's wish, in polls per second (0: it stopped watching): see RequestBudget. */
+  setPollDemand(id: string, perSec: number): void {
+    this.budget.setPollDemand(id, perSec);
+  }
+
+  /** By how much a watch schedule stretches so that every watch node's polls fit Max requests per second. */
+  pollStretch(): number {
+    return this.budget.pollStretch();
+  }
+
   async close(graceMs = 0): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.limiter.close();
+    this.budget.close();
     this.tokens.close();
     await this.waits.close(graceMs);
     this.transport.destroy();

@@ -139,3 +139,39 @@ export function deriveSession(record: ProgressRecord, opts: DeriveOptions = {}):
     warnings,
   };
 }
+
+/** A session's record for the books: what msg.session carries on "ended" (issue 17.5). */
+export interface SessionTotals {
+  transactionId: string | null;
+  cdrId: string | null;
+  token: string | null;
+  locationId: string | null;
+  evseId: string | null;
+  /** from the last meter reading seen */
+  energyKWh: number | null;
+  /** from the last record's own timestamp and createdAt (the service's clock) */
+  durationSec: number | null;
+  /** the record's createdAt, as the service sent it */
+  startedAt: string | null;
+  /** when the end was seen, ISO 8601 UTC */
+  endedAt: string;
+}
+
+/**
+ * The totals of an ended session from the values of the last record seen and
+ * the wall-clock time the end was seen (wall time: people read it, and it sits
+ * beside the service's own timestamps; it times nothing).
+ */
+export function sessionTotals(last: SessionInfo, endedAtMs: number): SessionTotals {
+  return {
+    transactionId: last.transactionId,
+    cdrId: last.cdrId,
+    token: last.token,
+    locationId: last.locationId,
+    evseId: last.evseId,
+    energyKWh: last.energyKWh,
+    durationSec: last.durationSec,
+    startedAt: last.startedAt,
+    endedAt: new Date(endedAtMs).toISOString(),
+  };
+}

@@ -3,7 +3,8 @@ import { ChargingError } from '../errors';
 import { hasTransaction, ProgressRecord, transactionIdOf } from './record';
 import { monotonicNow } from '../clock';
 
-export type PollFn = (token: string) => Promise<ProgressRecord | null>;
+/** One progress query; `signal` fires when the query must give up (what is left of the wait has run out, or the node closed). */
+export type PollFn = (token: string, signal?: AbortSignal) => Promise<ProgressRecord | null>;
 
 export interface WaitOptions {
   timeoutMs: number;
@@ -11,6 +12,9 @@ export interface WaitOptions {
   signal?: AbortSignal;
   now?: () => number;
 }
+
+/** The least time one poll is given, even when the wait has (almost) run out: the last poll still gets a chance. */
+export const MIN_POLL_MS = 500;
 
 /** What a confirmed START looks like: the session has a transactionId. */
 export const started = hasTransaction;
@@ -25,6 +29,28 @@ export function ended(transactionId: string): (record: ProgressRecord | null) =>
  * last record; rejects with NOT_CONFIRMED when the time runs out. Poll errors
  * other than CLOSED do not end the wait early: the next poll may work.
  */
+/**
+ * Runs one poll cut at `ms` (a Node timer: monotonic) or when `outer` fires.
+ * A poll cut by its own deadline is "no answer in time", not CLOSED: only the
+ * outer signal means the node closed.
+ */
+async function boundedPoll(poll: PollFn, token: string, ms: number, outer?: AbortSignal): Promise<ProgressRecord | null> {
+  const cut = new AbortController();
+  const timer = setTimeout(() => cut.abort(), Math.max(0, ms));
+  const onOuter = () => cut.abort();
+  outer?.addEventListener('abort', onOuter, { once: true });
+  if (outer?.aborted) cut.abort();
+  try {
+    return await poll(token, cut.signal);
+  } catch (err) {
+    if (cut.signal.aborted && !outer?.aborted) throw new ChargingError('TIMEOUT', `no answer within the ${Math.round(ms / 100) / 10} s left of the wait`);
+    throw err;
+  } finally {
+    clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuter);
+  }
+}
+
 export async function waitForSession(
   poll: PollFn,
   token: string,
@@ -38,7 +64,8 @@ export async function waitForSession(
   let lastError: ChargingError | null = null;
   for (;;) {
     try {
-      const record = await poll(token);
+      // Each poll gets only what is left of the wait (at least a moment), so the answer comes within the wait plus that moment.
+      const record = await boundedPoll(poll, token, Math.max(deadline - now(), MIN_POLL_MS), opts.signal);
       if (want(record)) return record;
       lastError = null;
     } catch (err) {

@@ -5,7 +5,7 @@
  * No Node-RED and no HTTP in here: the poll function is given.
  */
 import { ChargingError } from '../errors';
-import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo } from './record';
+import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo, SessionTotals, sessionTotals } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
 
@@ -21,12 +21,16 @@ export interface WatchedSession extends SessionInfo {
   powerKW: number | null;
 }
 
+/** On 'ended': the last values seen, with the session's totals (endedAt: when the end was seen). */
+export type EndedSession = WatchedSession & SessionTotals;
+
 export interface WatchEvent {
   token: string;
   event: WatchEventKind;
   /** the record as the service returned it, or null when the session is gone */
   record: ProgressRecord | null;
-  session: WatchedSession | null;
+  /** an EndedSession on 'ended' */
+  session: WatchedSession | EndedSession | null;
 }
 
 export interface WatcherOptions {
@@ -36,6 +40,10 @@ export interface WatcherOptions {
   derive?: DeriveOptions;
   /** longest gap between two ticks of the single timer */
   maxTickMs?: number;
+  /** read at every tick: how much longer than intervalMs a round takes now (Max requests per second; default 1) */
+  stretch?: () => number;
+  /** pause before the query that confirms an end (default: half the interval, at most 2 s) */
+  confirmEndMs?: number;
   now?: () => number;
   /**
    * Called after a poll changed what the next event is decided from (a session
@@ -91,6 +99,8 @@ export class SessionWatcher {
   private lastTick = 0;
   private closed = false;
   private readonly now: () => number;
+  /** pending "is it really gone?" queries, cleared on close */
+  private readonly confirmTimers = new Set<NodeJS.Timeout>();
 
   constructor(
     private readonly poll: PollFn,
@@ -159,6 +169,8 @@ export class SessionWatcher {
 
   close(): void {
     this.closed = true;
+    for (const t of this.confirmTimers) clearTimeout(t);
+    this.confirmTimers.clear();
     this.unwatchAll();
   }
 
@@ -191,10 +203,15 @@ export class SessionWatcher {
     return e;
   }
 
+  /** The time one round over every token takes now: the interval, stretched to fit the request budget. */
+  private intervalMs(): number {
+    return this.options.intervalMs * Math.max(1, this.options.stretch?.() ?? 1);
+  }
+
   /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
   private tickMs(): number {
     const n = Math.max(1, this.entries.size);
-    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.options.intervalMs / n));
+    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.intervalMs() / n));
   }
 
   private schedule(): void {
@@ -217,7 +234,7 @@ export class SessionWatcher {
     this.lastTick = now;
     const n = this.entries.size;
     // Share of the list that fell due since the last tick; never more than one round.
-    this.budget = Math.min(n, this.budget + (n * elapsed) / this.options.intervalMs);
+    this.budget = Math.min(n, this.budget + (n * elapsed) / this.intervalMs());
     let due = Math.floor(this.budget);
     this.budget -= due;
     // Skipping unwatched tokens costs no budget; at most one pass over the queues per tick.
@@ -234,13 +251,14 @@ export class SessionWatcher {
     this.timer.unref?.();
   }
 
-  private pollOne(entry: Entry): void {
+  private pollOne(entry: Entry, confirming = false): void {
     entry.inFlight = true;
     this.poll(entry.token).then(
       (record) => {
-        entry.inFlight = false;
-        if (this.entries.get(entry.token) !== entry) return; // unwatched meanwhile
+        if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false); // unwatched meanwhile
         entry.lastError = null;
+        if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
+        entry.inFlight = false;
         const { seen, transactionId, meterEnd } = entry;
         for (const e of this.observe(entry, record)) this.deliver(e);
         if (this.live(entry) && (entry.seen !== seen || entry.transactionId !== transactionId || entry.meterEnd !== meterEnd)) this.save(entry);
@@ -256,6 +274,25 @@ export class SessionWatcher {
         this.report(entry.token, error);
       },
     );
+  }
+
+  /**
+   * The end rule (README "Watch mode"): a session that was there a poll ago and
+   * is now "not found" is asked for once more, after a short pause, before it is
+   * reported ended. One answer is not enough: a gateway that loses its route for
+   * a moment, or one bad node behind a load balancer, would otherwise end (and
+   * then start again) every watched session. The entry stays in flight meanwhile,
+   * so the regular schedule does not poll it twice.
+   */
+  private confirmEnd(entry: Entry): void {
+    const pauseMs = this.options.confirmEndMs ?? Math.min(2000, this.options.intervalMs / 2);
+    const timer = setTimeout(() => {
+      this.confirmTimers.delete(timer);
+      if (this.closed || this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
+      this.pollOne(entry, true);
+    }, pauseMs);
+    timer.unref?.();
+    this.confirmTimers.add(timer);
   }
 
   /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */
@@ -293,7 +330,7 @@ export class SessionWatcher {
     const token = entry.token;
     if (record === null) {
       if (entry.seen) {
-        events.push({ token, event: 'ended', record: null, session: entry.last });
+        events.push(this.ended(entry));
         this.reset(entry);
       } else if (this.options.emitEveryPoll) {
         events.push({ token, event: 'poll', record: null, session: null });
@@ -303,7 +340,7 @@ export class SessionWatcher {
     const info = deriveSession(record, this.options.derive);
     if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
       // A new session with the same token between two polls: the old one ended.
-      events.push({ token, event: 'ended', record: null, session: entry.last });
+      events.push(this.ended(entry));
       this.reset(entry);
     }
     const session: WatchedSession = { ...info, powerKW: this.power(entry, record, info) };
@@ -318,6 +355,12 @@ export class SessionWatcher {
     entry.last = session;
     if (kind) events.push({ token, event: kind, record, session });
     return events;
+  }
+
+  /** The ended event: the last values seen and the totals, endedAt by the wall clock (people read it). */
+  private ended(entry: Entry): WatchEvent {
+    const session: EndedSession | null = entry.last && { ...entry.last, ...sessionTotals(entry.last, Date.now()) };
+    return { token: entry.token, event: 'ended', record: null, session };
   }
 
   private reset(entry: Entry): void {

@@ -24,7 +24,8 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
     const queue = [...answers];
     const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, emitEveryPoll }, (e) => events.push(e), () => undefined);
     w.watch(['T']);
-    await clock.tickAsync(answers.length * 1_000 + 10);
+    // + 1 s: room for the query that confirms an end (half the interval after the "not found").
+    await clock.tickAsync(answers.length * 1_000 + 1_010);
     w.close();
     return events;
   }
@@ -46,6 +47,35 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
         events.slice(0, 3).map((e) => e.event),
         ['poll', 'started', 'poll'],
       );
+    });
+
+    it('one "not found" while the session was active is confirmed by a second query before ended: a blip ends nothing', async () => {
+      const events = await eventsFor([record(1000, '2026-11-22T10:00:02'), null, record(1200, '2026-11-22T10:00:22'), record(1300, '2026-11-22T10:00:32')]);
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['started', 'updated', 'updated', 'ended'], // the blip ended nothing; the real end (answers run out) is reported once
+      );
+    });
+
+    it('a confirming query that fails is reported as an error, never as ended', async () => {
+      const events: WatchEvent[] = [];
+      const errors: string[] = [];
+      const answers: Array<ProgressRecord | null | Error> = [record(1000, '2026-11-22T10:00:02'), null, new ChargingError('HTTP', 'gateway said 502')];
+      const w = new SessionWatcher(
+        async () => {
+          const a = answers.length > 0 ? answers.shift() : record(1000, '2026-11-22T10:00:02');
+          if (a instanceof Error) throw a;
+          return a as ProgressRecord | null;
+        },
+        { intervalMs: 1_000 },
+        (e) => events.push(e),
+        (_t, err) => errors.push(err.code),
+      );
+      w.watch(['T']);
+      await clock.tickAsync(4_000);
+      w.close();
+      assert.deepEqual(events.map((e) => e.event), ['started']);
+      assert.deepEqual(errors, ['HTTP']);
     });
 
     it('a new transaction for the same token between polls is ended + started', async () => {
@@ -226,7 +256,7 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       assert.equal(clock.countTimers(), 0);
     });
 
-    it('adding and removing N tokens is linear: 200 000 at once, then half of them, each pass in well under the time of a quadratic one', () => {
+    it('adding and removing N tokens is linear: 200 000 at once, then half of them, with no per-token splice or search (counted, not timed)', () => {
       // Counted, not timed: the work per token is constant, so a quadratic pass shows in the calls to Array methods.
       const w = new SessionWatcher(async () => null, { intervalMs: 10_000 }, () => undefined, () => undefined);
       const tokens = Array.from({ length: 200_000 }, (_, i) => `T${i}`);

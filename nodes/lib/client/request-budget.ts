@@ -1,0 +1,144 @@
+/**
+ * Max requests per second of one configuration (issue 17.3), shared by every
+ * node on it: START, STOP, queries, waits and watch polls (token requests are
+ * not counted: there is one per token lifetime). Operators throttle or suspend
+ * API keys that poll too much; Max in flight bounds concurrency, not rate.
+ *
+ * Starts are spaced evenly, 1/rate apart, so any 1 s window holds at most
+ * rate + 1 of them. Commands and queries go before watch polls. A 429 halves the
+ * rate used; good answers climb it back to the limit, a tenth of it at a time.
+ * Watch nodes tell the budget how many polls per second they would like
+ * (setPollDemand) and stretch their schedule by pollStretch(), so that polls
+ * never queue without end. All on the monotonic clock.
+ *
+ * A start taken synchronously (tryTake) costs no promise; a queued place is a
+ * Wait that its deadline or its caller's abort can end, as in ConcurrencyLimiter.
+ */
+import { closedError } from '../errors';
+import { monotonicNow } from '../clock';
+import type { Wait } from './deadlines';
+
+export type BudgetPriority = 'command' | 'poll';
+
+/** Share of the rate that watch polls may plan on: the rest stays free for commands and queries. */
+export const POLL_SHARE = 0.8;
+
+export class RequestBudget {
+  private rate: number;
+  /** monotonic ms at which the next start is allowed */
+  private nextAt = -Infinity;
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+  private readonly queues: Record<BudgetPriority, Set<Wait<void>>> = { command: new Set(), poll: new Set() };
+  private readonly demand = new Map<string, number>();
+  private demandTotal = 0;
+
+  /** limit: requests per second; 0 or not a positive number: no limit */
+  constructor(
+    readonly limit: number,
+    private readonly now: () => number = monotonicNow,
+  ) {
+    this.rate = limit > 0 && Number.isFinite(limit) ? limit : 0;
+  }
+
+  get enabled(): boolean {
+    return this.rate > 0;
+  }
+
+  /** requests per second in use now (below the limit after a 429) */
+  get currentRate(): number {
+    return this.rate;
+  }
+
+  /** Starts now if allowed and nobody of the same or a higher priority waits; false otherwise. */
+  tryTake(priority: BudgetPriority): boolean {
+    if (!this.enabled) return true;
+    if (this.closed || this.queues.command.size > 0 || (priority === 'poll' && this.queues.poll.size > 0)) return false;
+    const now = this.now();
+    if (now < this.nextAt) return false;
+    this.nextAt = Math.max(this.nextAt, now) + this.spacing();
+    return true;
+  }
+
+  enqueue(wait: Wait<void>, priority: BudgetPriority): void {
+    if (this.closed) return wait.reject(closedError('configuration'));
+    this.queues[priority].add(wait);
+    this.pump();
+  }
+
+  forget(wait: Wait<void>): void {
+    this.queues.command.delete(wait);
+    this.queues.poll.delete(wait);
+  }
+
+  /** The service answered 429: use half the rate (at least one request a minute). */
+  onThrottled(): void {
+    if (this.enabled) this.rate = Math.max(this.rate / 2, Math.min(this.limit, 1 / 60));
+  }
+
+  /** A good answer: climb back towards the limit. */
+  onGood(): void {
+    if (this.enabled && this.rate < this.limit) this.rate = Math.min(this.limit, this.rate + this.limit / 10);
+  }
+
+  /** How many polls per second a watch node would like (0 or less: none). */
+  setPollDemand(id: string, perSec: number): void {
+    this.demandTotal -= this.demand.get(id) ?? 0;
+    if (perSec > 0) {
+      this.demand.set(id, perSec);
+      this.demandTotal += perSec;
+    } else this.demand.delete(id);
+  }
+
+  /** By how much watch schedules stretch so that their polls fit the budget (1: not at all). */
+  pollStretch(): number {
+    if (!this.enabled || this.demandTotal <= 0) return 1;
+    return Math.max(1, this.demandTotal / (this.rate * POLL_SHARE));
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    for (const q of [this.queues.command, this.queues.poll]) {
+      const waiting = [...q];
+      q.clear();
+      for (const w of waiting) w.reject(closedError('configuration'));
+    }
+  }
+
+  private spacing(): number {
+    return 1000 / this.rate;
+  }
+
+  /** Lets the first waiter go when its time has come, and arms the timer for the next one. */
+  private pump(): void {
+    if (this.timer || this.closed) return;
+    for (;;) {
+      const next = this.first();
+      if (!next) return;
+      const wait = this.nextAt - this.now();
+      if (wait > 0) {
+        this.timer = setTimeout(() => {
+          this.timer = null;
+          this.pump();
+        }, wait);
+        this.timer.unref?.();
+        return;
+      }
+      this.forget(next);
+      this.nextAt = Math.max(this.nextAt, this.now()) + this.spacing();
+      next.resolve();
+    }
+  }
+
+  private first(): Wait<void> | undefined {
+    for (const q of [this.queues.command, this.queues.poll]) {
+      for (const w of q) {
+        if (!w.settled) return w;
+        q.delete(w);
+      }
+    }
+    return undefined;
+  }
+}
