@@ -73,7 +73,8 @@ interface Entry {
   transactionId: string | null;
   meterEnd: number | null;
   last: WatchedSession | null;
-  sample: { at: number; kwh: number } | null;
+  /** meter readings for the power estimate, flat: [at, kWh, at, kWh, …], oldest first (see power) */
+  samples: number[] | null;
   lastError: string | null;
 }
 
@@ -125,7 +126,7 @@ export class SessionWatcher {
     let added = 0;
     for (const token of tokens) {
       if (this.entries.has(token)) continue;
-      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, sample: null, lastError: null };
+      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, samples: null, lastError: null };
       const state = saved?.(token);
       if (state) {
         entry.seen = true;
@@ -368,22 +369,44 @@ export class SessionWatcher {
     entry.transactionId = null;
     entry.meterEnd = null;
     entry.last = null;
-    entry.sample = null;
+    entry.samples = null;
   }
 
-  /** kW between the previous and this reading, by the record's own clock when it has one. */
+  /**
+   * kW over the last POWER_WINDOW_MS or a little more (by the record's own
+   * clock when it has one), not between two successive readings: meters count
+   * whole Wh, so at 11 kW a one-second poll sees 3 or 4 Wh and reads 11 kW as
+   * 14.4 kW. Over at least ten seconds that error is within 3 %. Until that
+   * much has been seen, the estimate is over what there is.
+   */
   private power(entry: Entry, record: ProgressRecord, info: SessionInfo): number | null {
     if (info.energyKWh === null || info.meterStart === null || info.meterEnd === null) return entry.last?.powerKW ?? null;
     // From the raw meter values: the rounded energyKWh would skew short intervals.
     const kwhNow = meterKWh(info.meterStart, info.meterEnd, this.options.derive?.meterUnit);
     const ts = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, this.options.derive?.timestampZone ?? 'UTC') : NaN;
+    const own = !Number.isNaN(ts);
     // Wall time here: it is compared with the records' own timestamps.
-    const at = Number.isNaN(ts) ? Date.now() : ts;
-    const prev = entry.sample;
-    entry.sample = { at, kwh: kwhNow };
-    if (!prev || at <= prev.at) return entry.last?.powerKW ?? null;
-    if (kwhNow === prev.kwh) return entry.last?.powerKW ?? null; // same reading polled twice
-    const kw = (kwhNow - prev.kwh) / ((at - prev.at) / 3_600_000);
+    const at = own ? ts : Date.now();
+    const s = entry.samples;
+    if (!s) {
+      entry.samples = [at, kwhNow];
+      return entry.last?.powerKW ?? null;
+    }
+    const lastAt = s[s.length - 2];
+    const lastKWh = s[s.length - 1];
+    // The same record polled again (or, without a record clock, the same reading): nothing new to estimate from.
+    if (at <= lastAt || (!own && kwhNow === lastKWh)) return entry.last?.powerKW ?? null;
+    if (kwhNow < lastKWh) {
+      entry.samples = [at, kwhNow]; // the meter went back: start again from here
+      return null;
+    }
+    s.push(at, kwhNow);
+    // Drop the oldest reading while the next one still spans the window.
+    while (s.length > 4 && at - s[2] >= POWER_WINDOW_MS) s.splice(0, 2);
+    const kw = (kwhNow - s[1]) / ((at - s[0]) / 3_600_000);
     return kw >= 0 && Number.isFinite(kw) ? Math.round(kw * 100) / 100 : null;
   }
 }
+
+/** The power estimate spans at least this much of the record clock once it has seen it. */
+const POWER_WINDOW_MS = 10_000;

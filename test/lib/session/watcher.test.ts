@@ -94,6 +94,18 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       assert.equal(repeat.session?.powerKW, 11);
     });
 
+    it('estimates power over ten seconds of readings, so a meter counting whole Wh polled every second reads 11 kW, not 14.4', async () => {
+      // 11 kW polled every second: the meter moves 3 or 4 Wh between two polls.
+      const answers = Array.from({ length: 25 }, (_, i) => record(1000 + Math.floor((11_000 * i) / 3600), `2026-11-22T10:00:${String(i).padStart(2, '0')}`));
+      const events = await eventsFor(answers);
+      const kw = events.filter((e) => e.event !== 'ended').map((e) => e.session?.powerKW ?? null);
+      assert.equal(kw.length, 25);
+      for (const [i, p] of kw.entries()) {
+        if (i < 10) continue; // until ten seconds have been seen the estimate is over what there is
+        assert.ok(p !== null && Math.abs(p - 11) <= 0.4, `reading ${i}: ${p} kW`);
+      }
+    });
+
     it('gives no power for a meter that went backwards', async () => {
       const events = await eventsFor([record(5000, '2026-11-22T10:00:00'), record(4000, '2026-11-22T10:01:00')]);
       assert.equal(events[1].session?.powerKW, null);
