@@ -27,10 +27,11 @@ const QUICK = process.argv.includes('--quick');
 const WATCH_ONLY = process.argv.includes('--watch');
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
-const WATCH_SIZES = QUICK ? [100, 1000] : [100, 1000, 10_000];
+/** BENCH_WATCH_SIZES=100,1000 and BENCH_WATCH_ROUNDS=5 narrow or widen the watch sections while working on them */
+const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /** seconds per measured window: longer for few tokens, whose polls are few */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
-const WATCH_ROUNDS = QUICK ? 1 : 3;
+const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 3);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 
@@ -360,6 +361,8 @@ type WatchWindow = { cpuMs: number; loopP99: number; polls: number };
 
 /** CPU, event-loop delay and polls over one window, after a short settle. */
 async function watchWindow(seconds: number, count: () => number | Promise<number> = () => 0): Promise<WatchWindow> {
+  // Garbage of the window before is collected here, not inside this one.
+  global.gc?.();
   await new Promise((r) => setTimeout(r, 1000)); // settle
   const polls0 = await count();
   const loop = monitorEventLoopDelay({ resolution: 10 });
@@ -554,7 +557,7 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 200));
 
   const sections = WATCH_ONLY
-    ? [await watchAdds(), await watchScale()]
+    ? [...(process.env.BENCH_WATCH_SIZES ? [] : [await watchAdds()]), await watchScale()]
     : [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchAdds(), await watchScale(), coldStart()];
   await red.stop();
   server.send({ cmd: 'exit' });
@@ -567,7 +570,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK) {
+  if (!QUICK && !process.env.BENCH_WATCH_SIZES) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {
