@@ -186,6 +186,8 @@ module.exports = {
     externalModules: { autoInstall: false, palette: { allowInstall: false }, modules: { allowInstall: false } },
     editorTheme: { projects: { enabled: false }, tours: false },
     logging: { console: { level: 'info', metrics: false, audit: false } },
+    // "file" keeps what a store is asked to keep across restarts (a watch node's Keep state in).
+    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } },
 };
 `,
   );

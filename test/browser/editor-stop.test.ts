@@ -7,7 +7,7 @@ import type { Page } from 'playwright-core';
 import { delay } from '../harness';
 import { browserSession } from './browser-session';
 
-describe('editor: charging-stop "Make sure it ends" (Chromium)', function () {
+describe('editor: charging-stop "Make sure it ends", charging-progress "Keep state in" (Chromium)', function () {
   this.timeout(120_000);
   const session = browserSession('empty');
   let page: Page;
@@ -39,6 +39,40 @@ describe('editor: charging-stop "Make sure it ends" (Chromium)', function () {
     const label = await page.$eval('label[for="node-input-ensure"]', (e) => e.textContent?.trim());
     assert.equal(label, 'Make sure it ends');
     await session.shot('dialog-stop-ensure');
+    await page.click('#node-dialog-cancel');
+  });
+
+  it('"Keep state in" lists the context stores of settings.js (default and file), only in watch mode; the choice is saved', async () => {
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      RED.view.importNodes([
+        { id: 'e2e-watch', type: 'charging-progress', z: RED.workspaces.active(), name: '', service: '', mode: 'watch', interval: 10, x: 340, y: 380, wires: [[]] },
+        { id: 'e2e-gone', type: 'charging-progress', z: RED.workspaces.active(), name: '', service: '', mode: 'watch', interval: 10, contextStore: 'gone', x: 340, y: 460, wires: [[]] },
+      ]);
+      RED.editor.edit(RED.nodes.node('e2e-watch'));
+    });
+    await page.waitForSelector('#node-input-contextStore', { state: 'visible' });
+    const options = () => page.$$eval('#node-input-contextStore option', (os) => os.map((o) => [(o as HTMLOptionElement).value, o.textContent ?? '']));
+    assert.deepEqual(await options(), [['', 'default store (default)'], ['file', 'file']]);
+    assert.equal(await page.$eval('#node-input-contextStore', (e) => (e as HTMLSelectElement).value), '', 'the default store unless chosen');
+    const label = await page.$eval('label[for="node-input-contextStore"]', (e) => e.textContent?.trim());
+    assert.equal(label, 'Keep state in');
+    await page.selectOption('#node-input-mode', 'query');
+    assert.equal(await page.isVisible('#node-input-contextStore'), false, 'hidden in query mode');
+    await page.selectOption('#node-input-mode', 'watch');
+    await page.selectOption('#node-input-contextStore', 'file');
+    await session.shot('dialog-progress-store');
+    await page.click('#node-dialog-ok');
+    await delay(300);
+    const saved = await page.evaluate(() => (window as unknown as { RED: { nodes: { node(id: string): { contextStore: string } } } }).RED.nodes.node('e2e-watch').contextStore);
+    assert.equal(saved, 'file');
+    // A store no longer in settings.js stays selected rather than silently changing to the default.
+    await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      RED.editor.edit(RED.nodes.node('e2e-gone'));
+    });
+    await page.waitForSelector('#node-input-contextStore', { state: 'visible' });
+    assert.equal(await page.$eval('#node-input-contextStore', (e) => (e as HTMLSelectElement).value), 'gone');
     await page.click('#node-dialog-cancel');
   });
 });
