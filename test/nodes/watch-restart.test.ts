@@ -12,7 +12,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { ServiceClient } from '../../nodes/lib/client/service-client';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { helper, load, Sink, send, until, runtimeSuite, clientFor, CLIENT_ID, CLIENT_SECRET, startSimulator, freePort, NODE_RED } from '../harness';
+import { helper, load, Sink, send, until, delay, runtimeSuite, clientFor, CLIENT_ID, CLIENT_SECRET, startSimulator, freePort, NODE_RED } from '../harness';
 
 const SINKS = ['out', 'caught'].map((id) => ({ id, type: 'helper' }));
 const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
@@ -119,7 +119,7 @@ describe('watch mode: events once across a restart of a real Node-RED process (l
     const settings = path.join(dataDir, 'settings.js');
     fs.writeFileSync(
       settings,
-      fs.readFileSync(settings, 'utf8').replace(/};\s*$/, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } },\n    chargingSession: { minPollIntervalSec: 0.2 },\n};\n"),
+      fs.readFileSync(settings, 'utf8').replace(/};\s*$/, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.2 },\n};\n"),
     );
     const flow = [
       { id: 'tab', type: 'tab', label: 'restart' },
@@ -153,5 +153,22 @@ describe('watch mode: events once across a restart of a real Node-RED process (l
     assert.equal(count(/EVENT ended P-2/g), 1, 'ended once');
     assert.equal(count(/EVENT ended P-1/g), 0);
     assert.doesNotMatch(log, /Could not keep the watch state/);
+  });
+
+  it('kill -9 after the store wrote (flushInterval 1 s): a session started before the kill is not started again', async () => {
+    // Node-RED is running from the test above; P-2 ended there. A new session on P-2 now:
+    await client.sendCommand({ action: 'START', locationId: 'L', evseId: '2', token: 'P-2' });
+    await until(() => count(/EVENT started P-2/g) === 1, 'P-2 started', 15_000);
+    await delay(2_500); // past localfilesystem's flush (1 s here, 30 s by default)
+    const killed = new Promise((r) => red?.once('exit', r));
+    red?.kill('SIGKILL');
+    await killed;
+    red = null;
+    const polled = sim.requests.length;
+    await startRed();
+    const pollsSince = (t: string) => sim.requests.slice(polled).filter((r) => r.method === 'GET' && r.query.token === t).length;
+    await until(() => pollsSince('P-1') >= 5 && pollsSince('P-2') >= 5, 'five polls of each after the restart', 20_000);
+    assert.equal(count(/EVENT started/g), 0, `no started after kill -9 and a restart:\n${log}`);
+    assert.equal(count(/EVENT ended/g), 0);
   });
 });
