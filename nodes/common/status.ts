@@ -197,7 +197,7 @@ function clock(now: Date): string {
 /** One node's badge, coalesced. */
 export class StatusBoard {
   private lastShown = -Infinity;
-  private pending: NodeStatus | null = null;
+  private pending: NodeStatus | (() => NodeStatus) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
 
@@ -206,7 +206,11 @@ export class StatusBoard {
     private readonly now: () => number = monotonicNow,
   ) {}
 
-  set(status: NodeStatus): void {
+  /**
+   * The badge to show, or a function that makes it: called only when the board
+   * shows it (a watch node reports an event per poll, the board shows four a second).
+   */
+  set(status: NodeStatus | (() => NodeStatus)): void {
     if (this.closed) return;
     const now = this.now();
     if (this.timer === null && now - this.lastShown >= STATUS_GAP_MS) {
@@ -237,9 +241,9 @@ export class StatusBoard {
     if (status && !this.closed) this.show(status, this.now());
   }
 
-  private show(status: NodeStatus, now: number): void {
+  private show(next: NodeStatus | (() => NodeStatus), now: number): void {
     this.lastShown = now;
-    const { stamp, key, values, fill, shape } = status;
+    const { stamp, key, values, fill, shape } = typeof next === 'function' ? next() : next;
     if (key === undefined) return this.node.status({ fill, shape });
     const text = translate(key, values).trim();
     this.node.status({ fill, shape, text: stamp ? `${text} · ${clock(new Date())}` : text });

@@ -174,6 +174,8 @@ export function outcomeUnknown(op: Operation, why: string, details: { statusCode
   );
 }
 
+const NON_BLANK = /\S/;
+
 /**
  * A success body as a value: secrets scrubbed before parsing (a service that
  * echoes our Authorization header must not put the token into msg.payload),
@@ -181,7 +183,8 @@ export function outcomeUnknown(op: Operation, why: string, details: { statusCode
  * empty body. Throws BAD_RESPONSE for text that is not JSON.
  */
 export function readJson(text: string, redactor: Redactor, what: string, status: number): unknown {
-  if (text.trim() === '') return null;
+  // A test, not text.trim(): that copied every body once more.
+  if (!NON_BLANK.test(text)) return null;
   const clean = redactor.redact(text);
   let value: unknown;
   try {

@@ -17,7 +17,7 @@ export type WatchEventKind =
   | 'poll'; // a poll with no change (only when every poll is asked for)
 
 export interface WatchedSession extends SessionInfo {
-  /** kW from the last two meter readings; null until there are two */
+  /** kW over the readings of the last 10 s or a little more; null until there are two */
   powerKW: number | null;
 }
 
@@ -344,7 +344,9 @@ export class SessionWatcher {
       events.push(this.ended(entry));
       this.reset(entry);
     }
-    const session: WatchedSession = { ...info, powerKW: this.power(entry, record, info) };
+    // deriveSession's object is this poll's own: completed in place rather than copied.
+    const session = info as WatchedSession;
+    session.powerKW = this.power(entry, record, info);
     let kind: WatchEventKind | null = null;
     if (!entry.seen) kind = info.pending ? 'pending' : 'started';
     else if (!entry.transactionId && info.transactionId) kind = 'started';
