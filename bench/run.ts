@@ -31,7 +31,7 @@ const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } :
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /** seconds per measured window: longer for few tokens, whose polls are few */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
-const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 5);
+const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 3);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 
@@ -360,10 +360,10 @@ function barePolling(n: number): { stop(): void; polls(): number } {
 type WatchWindow = { cpuMs: number; loopP99: number; polls: number };
 
 /** CPU, event-loop delay and polls over one window, after a short settle. */
-async function watchWindow(seconds: number, count: () => number | Promise<number> = () => 0): Promise<WatchWindow> {
+async function watchWindow(seconds: number, count: () => number | Promise<number> = () => 0, settleMs = 1000): Promise<WatchWindow> {
   // Garbage of the window before is collected here, not inside this one.
   global.gc?.();
-  await new Promise((r) => setTimeout(r, 1000)); // settle
+  await new Promise((r) => setTimeout(r, settleMs));
   const polls0 = await count();
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -413,7 +413,7 @@ async function watchScale(): Promise<string> {
       const heap0 = process.memoryUsage().heapUsed;
       const e0 = events;
       red.node(id).receive({ topic: 'watch', payload: tokens });
-      const w = await watchWindow(seconds, getCount);
+      const w = await watchWindow(seconds, getCount, WATCH_INTERVAL_MS);
       global.gc?.();
       heap[key].push((process.memoryUsage().heapUsed - heap0) / 1024 / n);
       polls.push(`${key} ${w.polls} polls/${events - e0} events`);
@@ -425,7 +425,7 @@ async function watchScale(): Promise<string> {
     const bareWindow = async (): Promise<WatchWindow> => {
       red.onSink(sinkRouter);
       const bare = barePolling(n);
-      const w = await watchWindow(seconds, () => bare.polls());
+      const w = await watchWindow(seconds, () => bare.polls(), WATCH_INTERVAL_MS);
       bare.stop();
       red.onSink(() => events++);
       await new Promise((r) => setTimeout(r, 500));
@@ -455,7 +455,7 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
     '',
-    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
+    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender runs one whole interval (10 s: every token polled once, its first-poll events sent, its code warmed up) before its window is measured, so the window is the steady state a running install is in. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
     '',
     '| sessions | polls made / events sent (ours), per window | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours) |',
     '|---|---|---|---|---|---|---|---|---|',
