@@ -457,7 +457,7 @@ async function watchScale(): Promise<string> {
     '',
     'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender runs one whole interval (10 s: every token polled once, its first-poll events sent, its code warmed up) before its window is measured, so the window is the steady state a running install is in. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
     '',
-    '| sessions | polls made / events sent (ours), per window | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours) |',
+    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours) |',
     '|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
