@@ -13,14 +13,13 @@
 import { fork, ChildProcess, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import axios, { AxiosInstance } from 'axios';
-import { axiosOptions, agentOptions } from '../nodes/lib/client/transport';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import axios from 'axios';
+import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode } from './runtime';
+import { a0Client, barePolling, Drive } from './floor';
 
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
@@ -94,7 +93,6 @@ async function closedLoop(total: number, conc: number, one: (i: number) => Promi
 }
 
 // ------------------------------------------------------------------ contenders
-type Drive = (i: number) => Promise<void>;
 let red: EmbeddedNodeRed;
 const waiting = new Map<number, () => void>();
 let seq = 0;
@@ -110,25 +108,6 @@ function throughNode(id: string, token = (i: number) => `T${i}`): Drive {
     });
 }
 
-/** (a0) axios configured exactly as the client configures it (transport.ts axiosOptions), used as cheaply as axios allows, plus JSON.parse. */
-function a0Client(maxSockets: number): { drive: Drive; query(token: string): Promise<unknown>; close(): void } {
-  const httpAgent = new http.Agent(agentOptions(maxSockets));
-  const httpsAgent = new https.Agent(agentOptions(maxSockets));
-  const ax: AxiosInstance = axios.create(axiosOptions({ httpAgent, httpsAgent }, DEFAULT_MAX_BODY_BYTES));
-  const headers = { Authorization: 'Bearer bench-token-value', Accept: 'application/json' };
-  const url = `${base}/poi/v1/charging-sessions`;
-  const query = async (token: string) => JSON.parse((await ax.request<string>({ method: 'GET', url: `${url}?token=${encodeURIComponent(token)}`, headers })).data) as unknown;
-  return {
-    query,
-    drive: async (i) => {
-      await query(`T${i}`);
-    },
-    close: () => {
-      httpAgent.destroy();
-      httpsAgent.destroy();
-    },
-  };
-}
 
 /** axios with its defaults and a keep-alive agent (follow-redirects, JSON parsing, params): what many users write. Not the floor. */
 function axiosDefaults(): { drive: Drive; close(): void } {
@@ -169,8 +148,8 @@ async function throughput(): Promise<string> {
   const ratioRows: string[] = [];
   for (const conc of [1, 10, 100]) {
     await red.deploy(throughputFlow(conc));
-    const a0 = a0Client(DEFAULT_MAX_IN_FLIGHT);
-    const inNode = a0Client(DEFAULT_MAX_IN_FLIGHT);
+    const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
+    const inNode = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
     (global as unknown as { __benchA0: (t: string) => Promise<unknown> }).__benchA0 = inNode.query;
     const ad = axiosDefaults();
     const contenders: Array<[string, Drive]> = [
@@ -330,32 +309,6 @@ async function singleFlight(): Promise<string> {
   ].join('\n');
 }
 
-/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed. */
-function barePolling(n: number): { stop(): void; polls(): number } {
-  const a0 = a0Client(DEFAULT_MAX_IN_FLIGHT);
-  let polls = 0;
-  let cursor = 0;
-  let budget = 0;
-  let last = performance.now();
-  const tick = Math.max(20, WATCH_INTERVAL_MS / n);
-  const timer = setInterval(() => {
-    const now = performance.now();
-    budget += (n * (now - last)) / WATCH_INTERVAL_MS;
-    last = now;
-    for (; budget >= 1; budget--) {
-      const i = cursor++ % n;
-      polls++;
-      a0.drive(i).catch(() => undefined);
-    }
-  }, tick);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      a0.close();
-    },
-    polls: () => polls,
-  };
-}
 
 type WatchWindow = { cpuMs: number; loopP99: number; polls: number };
 
@@ -424,7 +377,7 @@ async function watchScale(): Promise<string> {
     };
     const bareWindow = async (): Promise<WatchWindow> => {
       red.onSink(sinkRouter);
-      const bare = barePolling(n);
+      const bare = barePolling(base, n, WATCH_INTERVAL_MS);
       const w = await watchWindow(seconds, () => bare.polls(), WATCH_INTERVAL_MS);
       bare.stop();
       red.onSink(() => events++);

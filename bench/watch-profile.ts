@@ -12,13 +12,9 @@
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import inspector from 'node:inspector';
 import path from 'node:path';
-import axios from 'axios';
-import { agentOptions, axiosOptions } from '../nodes/lib/client/transport';
-import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import { barePolling } from './floor';
 import { EmbeddedNodeRed } from './runtime';
 
 const INTERVAL_MS = 10_000;
@@ -41,35 +37,6 @@ function threadTicks(): Map<string, number> {
   return out;
 }
 
-function bare(base: string, n: number): { stop(): void; polls(): number } {
-  const httpAgent = new http.Agent(agentOptions(DEFAULT_MAX_IN_FLIGHT));
-  const httpsAgent = new https.Agent(agentOptions(DEFAULT_MAX_IN_FLIGHT));
-  const ax = axios.create(axiosOptions({ httpAgent, httpsAgent }, DEFAULT_MAX_BODY_BYTES));
-  const headers = { Authorization: 'Bearer bench-token-value', Accept: 'application/json' };
-  let polls = 0;
-  let cursor = 0;
-  let budget = 0;
-  let last = performance.now();
-  const timer = setInterval(
-    () => {
-      const now = performance.now();
-      budget += (n * (now - last)) / INTERVAL_MS;
-      last = now;
-      for (; budget >= 1; budget--) {
-        polls++;
-        ax.request<string>({ method: 'GET', url: `${base}/poi/v1/charging-sessions?token=W${cursor++ % n}`, headers }).then((r) => JSON.parse(r.data) as unknown, () => undefined);
-      }
-    },
-    Math.max(20, INTERVAL_MS / n),
-  );
-  return {
-    stop: () => {
-      clearInterval(timer);
-      httpAgent.destroy();
-    },
-    polls: () => polls,
-  };
-}
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1000);
@@ -140,7 +107,7 @@ async function main(): Promise<void> {
     for (const kind of kinds) {
       let w: { cpuMs: number; polls: number };
       if (kind === 'bare') {
-        const b = bare(base, n);
+        const b = barePolling(base, n, INTERVAL_MS);
         w = await window(`bare-${r}`, gets);
         b.stop();
       } else {

@@ -1,0 +1,59 @@
+/**
+ * The floor every benchmark contender is compared with: axios built with the
+ * client's own axiosOptions() and keep-alive agents, a prebuilt URL, and
+ * JSON.parse of the body (bench/run.ts and bench/watch-profile.ts both use it).
+ */
+import http from 'node:http';
+import https from 'node:https';
+import axios, { AxiosInstance } from 'axios';
+import { axiosOptions, agentOptions } from '../nodes/lib/client/transport';
+import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+
+export type Drive = (i: number) => Promise<void>;
+
+/** (a0) axios configured exactly as the client configures it (transport.ts axiosOptions), used as cheaply as axios allows, plus JSON.parse. */
+export function a0Client(base: string, maxSockets: number): { drive: Drive; query(token: string): Promise<unknown>; close(): void } {
+  const httpAgent = new http.Agent(agentOptions(maxSockets));
+  const httpsAgent = new https.Agent(agentOptions(maxSockets));
+  const ax: AxiosInstance = axios.create(axiosOptions({ httpAgent, httpsAgent }, DEFAULT_MAX_BODY_BYTES));
+  const headers = { Authorization: 'Bearer bench-token-value', Accept: 'application/json' };
+  const url = `${base}/poi/v1/charging-sessions`;
+  const query = async (token: string) => JSON.parse((await ax.request<string>({ method: 'GET', url: `${url}?token=${encodeURIComponent(token)}`, headers })).data) as unknown;
+  return {
+    query,
+    drive: async (i) => {
+      await query(`T${i}`);
+    },
+    close: () => {
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}
+
+/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed. */
+export function barePolling(base: string, n: number, intervalMs: number): { stop(): void; polls(): number } {
+  const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
+  let polls = 0;
+  let cursor = 0;
+  let budget = 0;
+  let last = performance.now();
+  const tick = Math.max(20, intervalMs / n);
+  const timer = setInterval(() => {
+    const now = performance.now();
+    budget += (n * (now - last)) / intervalMs;
+    last = now;
+    for (; budget >= 1; budget--) {
+      const i = cursor++ % n;
+      polls++;
+      a0.drive(i).catch(() => undefined);
+    }
+  }, tick);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      a0.close();
+    },
+    polls: () => polls,
+  };
+}
