@@ -31,9 +31,10 @@ export function a0Client(base: string, maxSockets: number): { drive: Drive; quer
   };
 }
 
-/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed. */
-export function barePolling(base: string, n: number, intervalMs: number): { stop(): void; polls(): number } {
+/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed; or, with `poll`, that instead of bare axios. */
+export function barePolling(base: string, n: number, intervalMs: number, poll?: (i: number) => Promise<unknown>): { stop(): void; polls(): number } {
   const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
+  const drive = poll ?? a0.drive;
   let polls = 0;
   let cursor = 0;
   let budget = 0;
@@ -46,7 +47,7 @@ export function barePolling(base: string, n: number, intervalMs: number): { stop
     for (; budget >= 1; budget--) {
       const i = cursor++ % n;
       polls++;
-      a0.drive(i).catch(() => undefined);
+      drive(i).catch(() => undefined);
     }
   }, tick);
   return {

@@ -6,7 +6,9 @@
  *
  *   node --expose-gc dist/bench/watch-profile.js [N] [seconds] [rounds] [kinds]
  *
- * kinds: comma-separated of mem, file, bare (default mem,bare). With
+ * kinds: comma-separated of mem, file, bare (default mem,bare), and, to split
+ * ours into its layers: client (ServiceClient.getProgress on bare's schedule, no
+ * Node-RED) and watcher (SessionWatcher over a ServiceClient, events dropped). With
  * WATCH_PROFILE=prefix each measured window is also profiled (V8 sampling
  * profiler, in this process) to prefix-<kind>-<round>.cpuprofile.
  */
@@ -15,6 +17,8 @@ import fs from 'node:fs';
 import inspector from 'node:inspector';
 import path from 'node:path';
 import { barePolling } from './floor';
+import { ServiceClient } from '../nodes/lib/client/service-client';
+import { SessionWatcher } from '../nodes/lib/session/watcher';
 import { EmbeddedNodeRed } from './runtime';
 
 const INTERVAL_MS = 10_000;
@@ -77,9 +81,9 @@ async function main(): Promise<void> {
     await post('Profiler.setSamplingInterval', { interval: 200 });
   }
   /** CPU ms and events over one window of `seconds`, after a GC and a 2 s settle (the first polls of a round). */
-  const window = async (label: string, polls: () => number | Promise<number>): Promise<{ cpuMs: number; polls: number }> => {
+  const window = async (label: string, polls: () => number | Promise<number>, settleMs = Number(process.env.WATCH_SETTLE_MS ?? INTERVAL_MS)): Promise<{ cpuMs: number; polls: number }> => {
     global.gc?.();
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, settleMs));
     if (session && process.env.WATCH_HEAP) await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     else if (session) await post('Profiler.start');
     const p0 = await polls();
@@ -100,26 +104,50 @@ async function main(): Promise<void> {
     return { cpuMs: (cpu.user + cpu.system) / 1000, polls: p };
   };
 
+  /** Starts one contender polling; returns its stop. */
+  const begin = async (kind: string): Promise<() => Promise<void>> => {
+    if (kind === 'bare') {
+      const b = barePolling(base, n, INTERVAL_MS);
+      return async () => b.stop();
+    }
+    if (kind === 'client' || kind === 'watcher') {
+      const client = new ServiceClient({ baseUrl: base, authUrl: `${base}/auth`, clientId: 'bench', clientSecret: 'bench-secret' });
+      if (kind === 'client') {
+        const b = barePolling(base, n, INTERVAL_MS, (i) => client.getProgress(`W${i}`, { priority: 'poll' }));
+        return async () => {
+          b.stop();
+          await client.close();
+        };
+      }
+      const watcher = new SessionWatcher(async (token) => (await client.getProgress(token, { priority: 'poll' })).record, { intervalMs: INTERVAL_MS }, () => undefined, () => undefined);
+      watcher.watch(tokens);
+      return async () => {
+        watcher.close();
+        await client.close();
+      };
+    }
+    const node = red.node(kind === 'file' ? 'w-file' : 'w-mem');
+    node.receive({ topic: 'watch', payload: tokens });
+    return async () => node.receive({ topic: 'unwatch', payload: '*' });
+  };
+
+  // WATCH_CONSEC=k: each contender is measured in k windows in a row without stopping (the first after the settle), to see warm-up.
+  const consecutive = Math.max(1, Number(process.env.WATCH_CONSEC ?? 1));
   const results: Record<string, number[]> = {};
   for (let r = 0; r < rounds; r++) {
     const idle = await window(`idle-${r}`, () => 0);
     const line: string[] = [`idle ${idle.cpuMs.toFixed(0)} ms`];
     for (const kind of kinds) {
-      let w: { cpuMs: number; polls: number };
-      if (kind === 'bare') {
-        const b = barePolling(base, n, INTERVAL_MS);
-        w = await window(`bare-${r}`, gets);
-        b.stop();
-      } else {
-        const node = red.node(kind === 'file' ? 'w-file' : 'w-mem');
-        node.receive({ topic: 'watch', payload: tokens });
-        w = await window(`${kind}-${r}`, gets);
-        node.receive({ topic: 'unwatch', payload: '*' });
+      const stop = await begin(kind);
+      for (let c = 0; c < consecutive; c++) {
+        const w = await window(`${kind}-${r}${consecutive > 1 ? `.${c}` : ''}`, gets, c === 0 ? undefined : 0);
+        const us = ((w.cpuMs - idle.cpuMs) * 1000) / Math.max(1, w.polls);
+        const label = consecutive > 1 ? `${kind}.${c}` : kind;
+        (results[label] ??= []).push(us);
+        line.push(`${label} ${us.toFixed(0)} µs/poll (${w.polls})`);
       }
+      await stop();
       await new Promise((res) => setTimeout(res, 500));
-      const us = ((w.cpuMs - idle.cpuMs) * 1000) / Math.max(1, w.polls);
-      (results[kind] ??= []).push(us);
-      line.push(`${kind} ${us.toFixed(0)} µs/poll (${w.polls})`);
     }
     console.log(`round ${r + 1}: ${line.join(', ')}`);
   }

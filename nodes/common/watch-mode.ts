@@ -4,7 +4,8 @@
  * failures reported through the node's lifecycle like any other error.
  */
 import type { Node, NodeAPI, NodeMessage } from 'node-red';
-import type { ServiceClient } from '../lib/client/service-client';
+import type { ProgressResult, ServiceClient } from '../lib/client/service-client';
+import type { ProgressRecord } from '../lib/session/record';
 import { POLL_SHARE } from '../lib/client/request-budget';
 import { ChargingError } from '../lib/errors';
 import { normaliseField, tokensFrom } from '../lib/session/inputs';
@@ -55,8 +56,9 @@ export class WatchMode {
     }
     let mode: WatchMode | null = null;
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
+    const pollOptions = { signal: life.signal, priority: 'poll' } as const;
     const watcher = new SessionWatcher(
-      async (token) => (await client.getProgress(token, { signal: life.signal, priority: 'poll' })).record,
+      (token) => client.getProgress(token, pollOptions).then(recordOf),
       {
         intervalMs: intervalSec * 1000,
         emitEveryPoll: config.emitEveryPoll === true,
@@ -152,5 +154,7 @@ export class WatchMode {
     });
   }
 }
+
+const recordOf = (res: ProgressResult): ProgressRecord | null => res.record;
 
 const fmt = (n: number): string => String(Math.round(n * 100) / 100);

@@ -37,6 +37,8 @@ export class WatchStore {
   private readonly flow: FlowContext;
   private readonly base: string;
   private readonly store: string | undefined;
+  /** each watched token's state key, built once rather than on every poll that changes it (#19) */
+  private readonly stateKeys = new Map<string, string>();
 
   constructor(
     node: Node,
@@ -74,6 +76,7 @@ export class WatchStore {
   }
 
   removed(tokens: string[]): void {
+    for (const t of tokens) this.stateKeys.delete(t);
     if (tokens.length > 0) this.write(
         tokens.map((t) => this.key(t)),
         tokens.map(() => undefined),
@@ -82,11 +85,14 @@ export class WatchStore {
 
   /** A token's state after a poll changed it; undefined when its session ended. */
   state(token: string, state: SavedState | undefined): void {
-    this.write(`${this.key(token)}.state`, state);
+    let key = this.stateKeys.get(token);
+    if (key === undefined) this.stateKeys.set(token, (key = `${this.key(token)}.state`));
+    this.write(key, state);
   }
 
   /** Every token unwatched; `removed` node: the key itself goes. */
   clear(removed = false): void {
+    this.stateKeys.clear();
     this.write(this.base, removed ? undefined : {});
   }
 

@@ -167,7 +167,7 @@ export class ServiceClient {
       method: 'GET',
       what,
       url: `${this.sessionsUrl}?token=${encodeQueryValue(token, 'token')}`,
-      accept: (s) => (s >= 200 && s < 300) || s === 404,
+      accept: progressAnswer,
       signal: opts.signal,
       priority: opts.priority,
     });
@@ -201,7 +201,7 @@ export class ServiceClient {
       what: cmd.action,
       url: this.sessionsUrl,
       data: JSON.stringify(cmd),
-      accept: (s) => s >= 200 && s < 300,
+      accept: success,
       signal: opts.signal,
     });
     if (res.text === null) {
@@ -373,6 +373,10 @@ function looksLikeNoSession(text: string, probe: string): boolean {
   if (/cannot (get|post)|no such path|no route|route not found|<html/i.test(text)) return false;
   return text.includes(probe) || /session/i.test(text);
 }
+
+/** Statuses a progress query hands back rather than throws: any 2xx, and 404 (no session, or no such path: see notFoundError). */
+const progressAnswer = (s: number): boolean => (s >= 200 && s < 300) || s === 404;
+const success = (s: number): boolean => s >= 200 && s < 300;
 
 function unpaired(field: string): ChargingError {
   return new ChargingError('INVALID_INPUT', `${field} contains an unpaired UTF-16 surrogate, which cannot be sent`, { field });

@@ -243,7 +243,8 @@ export class Destination {
   }
 
   private config(req: RawRequest, exchange: Exchange): AxiosRequestConfig {
-    return { method: req.method, url: req.url, data: req.data, headers: req.headers, signal: exchange };
+    // No `data` key at all for a GET: axios merges every key of the config with its defaults, on every request.
+    return req.data === undefined ? { method: req.method, url: req.url, headers: req.headers, signal: exchange } : { method: req.method, url: req.url, data: req.data, headers: req.headers, signal: exchange };
   }
 }
 

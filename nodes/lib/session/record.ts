@@ -86,9 +86,34 @@ export function cdrIdOf(record: unknown): string | null {
 /** Parses the record's timestamp, which has no zone designator (spec §2.2). */
 export function parseZonelessTimestamp(value: string, zone: TimestampZone): number {
   // If the service ever adds a designator (Z or ±hh:mm), trust it.
-  if (/([zZ]|[+-]\d{2}:?\d{2})$/.test(value)) return Date.parse(value);
+  if (hasZoneDesignator(value)) return Date.parse(value);
   if (zone === 'UTC') return Date.parse(`${value}Z`);
   return Date.parse(value); // ECMAScript reads a zone-less date-time as local time
+}
+
+/**
+ * Ends in Z or ±hh:mm / ±hhmm. Only the last six characters are looked at: an
+ * unanchored pattern tried at every position of the string cost more than the
+ * parse itself, on every poll of every watched token (#19).
+ */
+function hasZoneDesignator(value: string): boolean {
+  const last = value.charCodeAt(value.length - 1);
+  if (last === 0x5a || last === 0x7a) return true; // Z z
+  return ZONE_OFFSET.test(value.slice(-6));
+}
+const ZONE_OFFSET = /[+-]\d{2}:?\d{2}$/;
+
+/** The record's own clock as parsed numbers (NaN where absent or unreadable): createdAt, and timestamp read in `zone`. */
+export interface RecordTimes {
+  createdMs: number;
+  timestampMs: number;
+}
+
+export function recordTimes(record: ProgressRecord, zone: TimestampZone = 'UTC'): RecordTimes {
+  return {
+    createdMs: typeof record.createdAt === 'string' ? Date.parse(record.createdAt) : NaN,
+    timestampMs: typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, zone) : NaN,
+  };
 }
 
 /** kWh between two meter readings in the configured unit. */
@@ -96,7 +121,8 @@ export function meterKWh(from: number, to: number, unit: MeterUnit = 'Wh'): numb
   return unit === 'Wh' ? (to - from) / 1000 : to - from;
 }
 
-export function deriveSession(record: ProgressRecord, opts: DeriveOptions = {}): SessionInfo {
+/** The values derived from a record; `times` when the caller has parsed them already (the watcher needs them too). */
+export function deriveSession(record: ProgressRecord, opts: DeriveOptions = {}, times?: RecordTimes): SessionInfo {
   const unit = opts.meterUnit ?? 'Wh';
   const zone = opts.timestampZone ?? 'UTC';
   const maxKWh = opts.maxSessionKWh ?? 1000;
@@ -114,8 +140,7 @@ export function deriveSession(record: ProgressRecord, opts: DeriveOptions = {}):
   }
 
   let durationSec: number | null = null;
-  const created = typeof record.createdAt === 'string' ? Date.parse(record.createdAt) : NaN;
-  const now = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, zone) : NaN;
+  const { createdMs: created, timestampMs: now } = times ?? recordTimes(record, zone);
   if (!Number.isNaN(created) && !Number.isNaN(now)) {
     const d = (now - created) / 1000;
     if (d < 0) warnings.push(`timestamp is before createdAt by ${Math.round(-d)} s: no duration computed (check the timestamp zone, now ${zone})`);

@@ -5,7 +5,7 @@
  * No Node-RED and no HTTP in here: the poll function is given.
  */
 import { ChargingError } from '../errors';
-import { deriveSession, DeriveOptions, meterKWh, parseZonelessTimestamp, ProgressRecord, SessionInfo, SessionTotals, sessionTotals } from './record';
+import { deriveSession, DeriveOptions, meterKWh, ProgressRecord, recordTimes, SessionInfo, SessionTotals, sessionTotals } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
 
@@ -338,7 +338,9 @@ export class SessionWatcher {
       }
       return events;
     }
-    const info = deriveSession(record, this.options.derive);
+    // Parsed once, for the derived values and for the power estimate.
+    const times = recordTimes(record, this.options.derive?.timestampZone);
+    const info = deriveSession(record, this.options.derive, times);
     if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
       // A new session with the same token between two polls: the old one ended.
       events.push(this.ended(entry));
@@ -346,7 +348,7 @@ export class SessionWatcher {
     }
     // deriveSession's object is this poll's own: completed in place rather than copied.
     const session = info as WatchedSession;
-    session.powerKW = this.power(entry, record, info);
+    session.powerKW = this.power(entry, times.timestampMs, info);
     let kind: WatchEventKind | null = null;
     if (!entry.seen) kind = info.pending ? 'pending' : 'started';
     else if (!entry.transactionId && info.transactionId) kind = 'started';
@@ -381,14 +383,13 @@ export class SessionWatcher {
    * 14.4 kW. Over at least ten seconds that error is within 3 %. Until that
    * much has been seen, the estimate is over what there is.
    */
-  private power(entry: Entry, record: ProgressRecord, info: SessionInfo): number | null {
+  private power(entry: Entry, recordMs: number, info: SessionInfo): number | null {
     if (info.energyKWh === null || info.meterStart === null || info.meterEnd === null) return entry.last?.powerKW ?? null;
     // From the raw meter values: the rounded energyKWh would skew short intervals.
     const kwhNow = meterKWh(info.meterStart, info.meterEnd, this.options.derive?.meterUnit);
-    const ts = typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, this.options.derive?.timestampZone ?? 'UTC') : NaN;
-    const own = !Number.isNaN(ts);
+    const own = !Number.isNaN(recordMs);
     // Wall time here: it is compared with the records' own timestamps.
-    const at = own ? ts : Date.now();
+    const at = own ? recordMs : Date.now();
     const s = entry.samples;
     if (!s) {
       entry.samples = [at, kwhNow];

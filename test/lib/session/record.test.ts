@@ -51,6 +51,20 @@ describe('session record: values derived from a progress record (no Node-RED)', 
     assert.equal(utc, Date.UTC(2026, 5, 1, 10));
     assert.equal(local, new Date(2026, 5, 1, 10).getTime());
   });
+  it('trusts a zone designator when the service sends one (Z, ±hh:mm, ±hhmm), whatever the configured zone', () => {
+    const at = Date.UTC(2026, 5, 1, 8);
+    for (const zone of ['UTC', 'local'] as const) {
+      assert.equal(parseZonelessTimestamp('2026-06-01T08:00:00Z', zone), at);
+      assert.equal(parseZonelessTimestamp('2026-06-01T08:00:00z', zone), at);
+      assert.equal(parseZonelessTimestamp('2026-06-01T10:00:00+02:00', zone), at);
+      assert.equal(parseZonelessTimestamp('2026-06-01T10:00:00+0200', zone), at);
+      assert.equal(parseZonelessTimestamp('2026-06-01T05:30:00-02:30', zone), at);
+      assert.equal(parseZonelessTimestamp('2026-06-01T08:00:00.123-00:00', zone), at + 123);
+    }
+    // No designator: the configured zone decides (the date's own dashes are not an offset).
+    assert.equal(parseZonelessTimestamp('2026-06-01T08:00:00', 'UTC'), at);
+    assert.equal(parseZonelessTimestamp('2026-06-01T08:00:00.5', 'UTC'), at + 500);
+  });
   it('has a transaction only with a non-empty transactionId, read from own properties', () => {
     assert.equal(hasTransaction(record), true);
     assert.equal(hasTransaction(null), false);
