@@ -73,6 +73,13 @@ export type StatusKey = (typeof STATUS_KEYS)[number];
 
 /** At most this many ms between two updates of one node's badge (4 per second). */
 export const STATUS_GAP_MS = 250;
+/**
+ * A watch node's badge changes at most once a second: it reports an event per
+ * poll, its clock shows whole seconds, and each delayed update is a wake-up of
+ * the process of its own (four a second were one for every 2.5 polls of a node
+ * watching 100 tokens at 10 s, #19).
+ */
+export const WATCH_STATUS_GAP_MS = 1000;
 
 type Values = NodeStatus['values'];
 export const Status = {
@@ -197,6 +204,7 @@ function clock(now: Date): string {
 /** One node's badge, coalesced. */
 export class StatusBoard {
   private lastShown = -Infinity;
+  private gapMs = STATUS_GAP_MS;
   private pending: NodeStatus | (() => NodeStatus) | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -213,16 +221,21 @@ export class StatusBoard {
   set(status: NodeStatus | (() => NodeStatus)): void {
     if (this.closed) return;
     const now = this.now();
-    if (this.timer === null && now - this.lastShown >= STATUS_GAP_MS) {
+    if (this.timer === null && now - this.lastShown >= this.gapMs) {
       this.show(status, now);
       return;
     }
     // Too soon: keep only the latest, and show it when the gap has passed.
     this.pending = status;
     if (this.timer === null) {
-      this.timer = setTimeout(() => this.flush(), STATUS_GAP_MS - (now - this.lastShown));
+      this.timer = setTimeout(() => this.flush(), this.gapMs - (now - this.lastShown));
       this.timer.unref?.();
     }
+  }
+
+  /** At most one update per `ms` from now on (a watch node: see WATCH_STATUS_GAP_MS). */
+  setGap(ms: number): void {
+    this.gapMs = ms;
   }
 
   /** Clears the badge and stops; nothing is shown afterwards. */

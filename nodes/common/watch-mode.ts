@@ -12,7 +12,7 @@ import { normaliseField, tokensFrom } from '../lib/session/inputs';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
-import { formatEnergy, Status } from './status';
+import { formatEnergy, Status, WATCH_STATUS_GAP_MS } from './status';
 import { KeptToken, WatchStore } from './watch-store';
 
 export interface WatchConfig {
@@ -70,6 +70,7 @@ export class WatchMode {
       (token, err) => life.report(err, { topic: token, payload: { token } }),
     );
     mode = new WatchMode(node, watcher, life, store, { client, intervalSec });
+    life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
