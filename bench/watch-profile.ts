@@ -10,7 +10,8 @@
  * ours into its layers: client (ServiceClient.getProgress on bare's schedule, no
  * Node-RED) and watcher (SessionWatcher over a ServiceClient, events dropped). With
  * WATCH_PROFILE=prefix each measured window is also profiled (V8 sampling
- * profiler, in this process) to prefix-<kind>-<round>.cpuprofile.
+ * profiler, in this process) to prefix-<kind>-<round>.cpuprofile (with
+ * WATCH_HEAP=1 an allocation profile, .heapprofile, instead).
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,7 +41,6 @@ function threadTicks(): Map<string, number> {
   }
   return out;
 }
-
 
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1000);
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     await post('HeapProfiler.enable');
     await post('Profiler.setSamplingInterval', { interval: 200 });
   }
-  /** CPU ms and events over one window of `seconds`, after a GC and a 2 s settle (the first polls of a round). */
+  /** CPU ms and polls over one window of `seconds`, after a GC and a settle (default one whole interval, WATCH_SETTLE_MS: every token polled once first). */
   const window = async (label: string, polls: () => number | Promise<number>, settleMs = Number(process.env.WATCH_SETTLE_MS ?? INTERVAL_MS)): Promise<{ cpuMs: number; polls: number }> => {
     global.gc?.();
     await new Promise((r) => setTimeout(r, settleMs));

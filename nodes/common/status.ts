@@ -216,7 +216,7 @@ export class StatusBoard {
 
   /**
    * The badge to show, or a function that makes it: called only when the board
-   * shows it (a watch node reports an event per poll, the board shows four a second).
+   * shows it (a watch node reports an event per poll, its board shows one a second).
    */
   set(status: NodeStatus | (() => NodeStatus)): void {
     if (this.closed) return;
