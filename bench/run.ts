@@ -389,7 +389,7 @@ async function watchScale(): Promise<string> {
     for (let r = 0; r < WATCH_ROUNDS; r++) {
       const got: Partial<Record<(typeof kinds)[number], WatchWindow>> = {};
       for (const k of kinds.slice(r % 4).concat(kinds.slice(0, r % 4))) {
-        got[k] = k === 'idle' ? await watchWindow(seconds) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
+        got[k] = k === 'idle' ? await watchWindow(seconds, () => 0, WATCH_INTERVAL_MS) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
       }
       const perPoll = (w: WatchWindow) => ((w.cpuMs - (got.idle as WatchWindow).cpuMs) * 1000) / Math.max(1, w.polls);
       const b = perPoll(got.bare as WatchWindow);
@@ -409,7 +409,7 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
     '',
-    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender runs one whole interval (10 s: every token polled once, its first-poll events sent, its code warmed up) before its window is measured, so the window is the steady state a running install is in. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
+    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender runs one whole interval (10 s: every token polled once, its first-poll events sent, its code warmed up) before its window is measured, so the window is the steady state a running install is in; the idle window waits as long before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
     '',
     '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours) |',
     '|---|---|---|---|---|---|---|---|---|',

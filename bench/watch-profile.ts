@@ -42,6 +42,12 @@ function threadTicks(): Map<string, number> {
   return out;
 }
 
+/** Times the main thread blocked (voluntary context switches): wake-ups of the event loop, roughly. */
+function wakeUps(): number {
+  const m = /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/self/task/${process.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : 0;
+}
+
 async function main(): Promise<void> {
   const n = Number(process.argv[2] ?? 1000);
   const seconds = Number(process.argv[3] ?? 15);
@@ -82,18 +88,20 @@ async function main(): Promise<void> {
   }
   /** CPU ms and polls over one window of `seconds`, after a GC and a settle (default one whole interval, WATCH_SETTLE_MS: every token polled once first). */
   const window = async (label: string, polls: () => number | Promise<number>, settleMs = Number(process.env.WATCH_SETTLE_MS ?? INTERVAL_MS)): Promise<{ cpuMs: number; polls: number }> => {
-    global.gc?.();
+    if (!process.env.WATCH_NOGC) global.gc?.();
     await new Promise((r) => setTimeout(r, settleMs));
     if (session && process.env.WATCH_HEAP) await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
     else if (session) await post('Profiler.start');
     const p0 = await polls();
     const t0 = threadTicks();
+    const w0 = wakeUps();
     const cpu0 = process.cpuUsage();
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const cpu = process.cpuUsage(cpu0);
     const p = (await polls()) - p0;
     const t1 = threadTicks();
-    console.log(`  ${label}: ${[...t1].map(([k, v]) => [k, v - (t0.get(k) ?? 0)] as const).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v * 10} ms`).join(', ')}`);
+    const woke = wakeUps() - w0;
+    console.log(`  ${label}: ${woke} wake-ups (${(woke / Math.max(1, p)).toFixed(2)}/poll), ${[...t1].map(([k, v]) => [k, v - (t0.get(k) ?? 0)] as const).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v * 10} ms`).join(', ')}`);
     if (session && process.env.WATCH_HEAP) {
       const { profile } = (await post('HeapProfiler.stopSampling')) as { profile: unknown };
       fs.writeFileSync(`${process.env.WATCH_PROFILE}-${label}.heapprofile`, JSON.stringify(profile));

@@ -101,8 +101,12 @@ export class WatchStore {
   }
 
   private write(key: string | string[], value: unknown): void {
+    // Always as arrays: Node-RED then skips looking for a "#:(store)::" prefix and a
+    // "$parent." in the key (neither can start ours), on every poll that changes a state.
+    const keys = Array.isArray(key) ? key : [key];
+    const values = Array.isArray(key) ? value : [value];
     try {
-      this.flow.set(key, value, this.store, (err) => {
+      this.flow.set(keys, values, this.store, (err) => {
         if (err) this.onError(err);
       });
     } catch (err) {
