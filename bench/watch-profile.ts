@@ -11,7 +11,9 @@
  * Node-RED) and watcher (SessionWatcher over a ServiceClient, events dropped). With
  * WATCH_PROFILE=prefix each measured window is also profiled (V8 sampling
  * profiler, in this process) to prefix-<kind>-<round>.cpuprofile (with
- * WATCH_HEAP=1 an allocation profile, .heapprofile, instead).
+ * WATCH_HEAP=1 an allocation profile, .heapprofile, instead). Each window also
+ * prints the main thread's wake-ups (voluntary context switches) per poll; with
+ * WATCH_NOGC=1 a window starts without the forced GC.
  */
 import { fork } from 'node:child_process';
 import fs from 'node:fs';
