@@ -8,6 +8,7 @@ import https from 'node:https';
 import axios, { AxiosInstance } from 'axios';
 import { axiosOptions, agentOptions } from '../nodes/lib/client/transport';
 import { DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import { watchTickMs } from '../nodes/lib/session/watcher';
 
 export type Drive = (i: number) => Promise<void>;
 
@@ -33,13 +34,13 @@ export function a0Client(base: string, maxSockets: number): { drive: Drive; quer
 
 /** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed; or, with `poll`, that instead of bare axios. */
 export function barePolling(base: string, n: number, intervalMs: number, poll?: (i: number) => Promise<unknown>): { stop(): void; polls(): number } {
-  const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
-  const drive = poll ?? a0.drive;
+  const a0 = poll ? null : a0Client(base, DEFAULT_MAX_IN_FLIGHT);
+  const drive = poll ?? (a0 as ReturnType<typeof a0Client>).drive;
   let polls = 0;
   let cursor = 0;
   let budget = 0;
   let last = performance.now();
-  const tick = Math.max(20, intervalMs / n);
+  const tick = watchTickMs(intervalMs, n);
   const timer = setInterval(() => {
     const now = performance.now();
     budget += (n * (now - last)) / intervalMs;
@@ -53,7 +54,7 @@ export function barePolling(base: string, n: number, intervalMs: number, poll?: 
   return {
     stop: () => {
       clearInterval(timer);
-      a0.close();
+      a0?.close();
     },
     polls: () => polls,
   };

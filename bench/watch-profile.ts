@@ -22,6 +22,7 @@ import path from 'node:path';
 import { barePolling } from './floor';
 import { ServiceClient } from '../nodes/lib/client/service-client';
 import { SessionWatcher } from '../nodes/lib/session/watcher';
+import { progressPoll } from '../nodes/common/watch-mode';
 import { EmbeddedNodeRed } from './runtime';
 
 const INTERVAL_MS = 10_000;
@@ -129,7 +130,7 @@ async function main(): Promise<void> {
           await client.close();
         };
       }
-      const watcher = new SessionWatcher(async (token) => (await client.getProgress(token, { priority: 'poll' })).record, { intervalMs: INTERVAL_MS }, () => undefined, () => undefined);
+      const watcher = new SessionWatcher(progressPoll(client, { priority: 'poll' }), { intervalMs: INTERVAL_MS }, () => undefined, () => undefined);
       watcher.watch(tokens);
       return async () => {
         watcher.close();

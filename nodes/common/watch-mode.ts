@@ -4,11 +4,12 @@
  * failures reported through the node's lifecycle like any other error.
  */
 import type { Node, NodeAPI, NodeMessage } from 'node-red';
-import type { ProgressResult, ServiceClient } from '../lib/client/service-client';
+import type { ProgressResult, RequestOptions, ServiceClient } from '../lib/client/service-client';
 import type { ProgressRecord } from '../lib/session/record';
 import { POLL_SHARE } from '../lib/client/request-budget';
 import { ChargingError } from '../lib/errors';
 import { normaliseField, tokensFrom } from '../lib/session/inputs';
+import type { PollFn } from '../lib/session/wait';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
@@ -58,7 +59,7 @@ export class WatchMode {
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
     const watcher = new SessionWatcher(
-      (token) => client.getProgress(token, pollOptions).then(recordOf),
+      progressPoll(client, pollOptions),
       {
         intervalMs: intervalSec * 1000,
         emitEveryPoll: config.emitEveryPoll === true,
@@ -154,6 +155,11 @@ export class WatchMode {
       return Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values);
     });
   }
+}
+
+/** A watcher's poll: the progress query at poll priority, its record (null: no session). */
+export function progressPoll(client: Pick<ServiceClient, 'getProgress'>, options: RequestOptions): PollFn {
+  return (token) => client.getProgress(token, options).then(recordOf);
 }
 
 const recordOf = (res: ProgressResult): ProgressRecord | null => res.record;

@@ -27,7 +27,7 @@ export interface KeptToken {
 type Callback = (err?: Error | null, value?: unknown) => void;
 interface FlowContext {
   get(key: string, store: string | undefined, cb: Callback): void;
-  set(key: string | string[], value: unknown, store: string | undefined, cb: Callback): void;
+  set(keys: string[], values: unknown[], store: string | undefined, cb: Callback): void;
 }
 
 /** The key prefix keeps tokens such as "__proto__" from meaning anything to an object. */
@@ -59,7 +59,7 @@ export class WatchStore {
       if (Array.isArray(value)) {
         // The list of tokens kept by earlier versions: added by message, no state. Rewritten once in the new form.
         for (const t of value) if (typeof t === 'string') kept.set(t, { msg: true });
-        this.write(this.base, Object.fromEntries([...kept.keys()].map((t) => [PREFIX + encodeURIComponent(t), { msg: true }])));
+        this.write([this.base], [Object.fromEntries([...kept.keys()].map((t) => [PREFIX + encodeURIComponent(t), { msg: true }]))]);
       } else if (value && typeof value === 'object') {
         for (const [key, v] of Object.entries(value as Record<string, KeptToken>)) {
           const token = key.startsWith(PREFIX) ? decode(key.slice(PREFIX.length)) : null;
@@ -87,24 +87,25 @@ export class WatchStore {
   state(token: string, state: SavedState | undefined): void {
     let key = this.stateKeys.get(token);
     if (key === undefined) this.stateKeys.set(token, (key = `${this.key(token)}.state`));
-    this.write(key, state);
+    this.write([key], [state]);
   }
 
   /** Every token unwatched; `removed` node: the key itself goes. */
   clear(removed = false): void {
     this.stateKeys.clear();
-    this.write(this.base, removed ? undefined : {});
+    this.write([this.base], [removed ? undefined : {}]);
   }
 
   private key(token: string): string {
     return `${this.base}["${PREFIX}${encodeURIComponent(token)}"]`;
   }
 
-  private write(key: string | string[], value: unknown): void {
-    // Always as arrays: Node-RED then skips looking for a "#:(store)::" prefix and a
-    // "$parent." in the key (neither can start ours), on every poll that changes a state.
-    const keys = Array.isArray(key) ? key : [key];
-    const values = Array.isArray(key) ? value : [value];
+  /**
+   * Always keys and values as arrays: Node-RED then skips looking for a
+   * "#:(store)::" prefix and a "$parent." in the key (neither can start ours),
+   * on every poll that changes a state.
+   */
+  private write(keys: string[], values: unknown[]): void {
     try {
       this.flow.set(keys, values, this.store, (err) => {
         if (err) this.onError(err);

@@ -79,6 +79,15 @@ interface Entry {
 }
 
 /**
+ * The tick period of a watcher: the interval shared among the tokens, within
+ * [20 ms, maxTickMs]. Exported so that the benchmark's bare polling runs on
+ * exactly this schedule.
+ */
+export function watchTickMs(intervalMs: number, tokens: number, maxTickMs = 1000): number {
+  return Math.min(maxTickMs, Math.max(20, intervalMs / Math.max(1, tokens)));
+}
+
+/**
  * One timer for all watched tokens: every tick polls the share of tokens that
  * fall due, in round-robin order, so N tokens at interval I cost one poll
  * every I/N ms, evenly, however large N is. The order is a queue: a token is
@@ -209,10 +218,8 @@ export class SessionWatcher {
     return this.options.intervalMs * Math.max(1, this.options.stretch?.() ?? 1);
   }
 
-  /** The tick period: the interval shared among the tokens, within [20 ms, maxTickMs]. */
   private tickMs(): number {
-    const n = Math.max(1, this.entries.size);
-    return Math.min(this.options.maxTickMs ?? 1000, Math.max(20, this.intervalMs() / n));
+    return watchTickMs(this.intervalMs(), this.entries.size, this.options.maxTickMs);
   }
 
   private schedule(): void {
