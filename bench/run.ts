@@ -26,7 +26,7 @@ const QUICK = process.argv.includes('--quick');
 const WATCH_ONLY = process.argv.includes('--watch');
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
-/** BENCH_WATCH_SIZES=100,1000 and BENCH_WATCH_ROUNDS=5 narrow or widen the watch sections while working on them */
+/** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_ROUNDS=5 and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /** seconds per measured window: longer for few tokens, whose polls are few */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
@@ -34,6 +34,17 @@ const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
 const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 5);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
+/**
+ * How long a contender polls before its window is measured. One interval was
+ * not steady state: with WATCH_CONSEC (bench/watch-profile.ts) a contender's
+ * CPU per poll kept falling for 30-40 s after it started (at 1 000 tokens ours
+ * 1 810, 1 423, 1 298, 1 053 µs/poll in four 10 s windows after a 10 s settle;
+ * bare 1 588, 1 200, 1 082), with V8's helper threads busy (compilation, GC of
+ * the heap the 1 000 new entries grew) and ours, with more code and more kept
+ * state, paying more of it. An install watches for months: the window must be
+ * that steady state, not the first seconds after `watch`.
+ */
+const WATCH_SETTLE_MS = Number(process.env.BENCH_WATCH_SETTLE_MS) || 3 * WATCH_INTERVAL_MS;
 
 // ------------------------------------------------------------------ the service (another process)
 let server: ChildProcess;
@@ -371,13 +382,14 @@ async function watchScale(): Promise<string> {
     const heap = { mem: [] as number[], file: [] as number[] };
     const loop: number[] = [];
     const polls: string[] = [];
+    const idle: string[] = [];
     /** One watch node polling the N tokens for a window; its heap per session from before the add to the end, after GC. */
     const ours = async (id: string, key: 'mem' | 'file'): Promise<WatchWindow> => {
       global.gc?.();
       const heap0 = process.memoryUsage().heapUsed;
       const e0 = events;
       red.node(id).receive({ topic: 'watch', payload: tokens });
-      const w = await watchWindow(seconds, getCount, WATCH_INTERVAL_MS);
+      const w = await watchWindow(seconds, getCount, WATCH_SETTLE_MS);
       global.gc?.();
       heap[key].push((process.memoryUsage().heapUsed - heap0) / 1024 / n);
       polls.push(`${key} ${w.polls} polls/${events - e0} events`);
@@ -389,40 +401,50 @@ async function watchScale(): Promise<string> {
     const bareWindow = async (): Promise<WatchWindow> => {
       red.onSink(sinkRouter);
       const bare = barePolling(base, n, WATCH_INTERVAL_MS);
-      const w = await watchWindow(seconds, () => bare.polls(), WATCH_INTERVAL_MS);
+      const w = await watchWindow(seconds, () => bare.polls(), WATCH_SETTLE_MS);
       bare.stop();
       red.onSink(() => events++);
       await new Promise((r) => setTimeout(r, 500));
       return w;
     };
     const kinds = ['idle', 'mem', 'file', 'bare'] as const;
+    const windows: Array<Record<(typeof kinds)[number], WatchWindow>> = [];
     for (let r = 0; r < WATCH_ROUNDS; r++) {
       const got: Partial<Record<(typeof kinds)[number], WatchWindow>> = {};
       for (const k of kinds.slice(r % 4).concat(kinds.slice(0, r % 4))) {
         got[k] = k === 'idle' ? await watchWindow(seconds, () => 0, WATCH_INTERVAL_MS) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
       }
-      const perPoll = (w: WatchWindow) => ((w.cpuMs - (got.idle as WatchWindow).cpuMs) * 1000) / Math.max(1, w.polls);
-      const b = perPoll(got.bare as WatchWindow);
+      windows.push(got as Record<(typeof kinds)[number], WatchWindow>);
+      const w = got as Record<(typeof kinds)[number], WatchWindow>;
+      console.log(`watch ${n} round ${r + 1} (CPU ms / polls): mem ${w.mem.cpuMs.toFixed(0)}/${w.mem.polls} file ${w.file.cpuMs.toFixed(0)}/${w.file.polls} bare ${w.bare.cpuMs.toFixed(0)}/${w.bare.polls} idle ${w.idle.cpuMs.toFixed(0)}; ${polls.slice(-2).join(', ')}`);
+    }
+    // The idle baseline is the median of the size's idle windows: one of them now and then holds a few
+    // hundred ms of the previous contender's leftover GC, which at 100 tokens is ~1 ms per poll of a
+    // window (40 % of a poll) and, subtracted from one round only, made that round's ratios meaningless.
+    const idleMs = median(windows.map((w) => w.idle.cpuMs));
+    const perPoll = (w: WatchWindow) => ((w.cpuMs - idleMs) * 1000) / Math.max(1, w.polls);
+    for (const got of windows) {
+      const b = perPoll(got.bare);
       for (const k of ['mem', 'file'] as const) {
-        us[k].push(perPoll(got[k] as WatchWindow));
-        ratio[k].push(perPoll(got[k] as WatchWindow) / b);
+        us[k].push(perPoll(got[k]));
+        ratio[k].push(perPoll(got[k]) / b);
       }
       us.bare.push(b);
-      console.log(`watch ${n} round ${r + 1}: mem ${us.mem.at(-1)?.toFixed(0)} file ${us.file.at(-1)?.toFixed(0)} bare ${b.toFixed(0)} µs/poll; idle ${got.idle?.cpuMs.toFixed(0)} ms; ${polls.slice(-2).join(', ')}`);
     }
+    idle.push(`${spread(windows.map((w) => w.idle.cpuMs), 0)}`);
     const expected = (n * seconds * 1000) / WATCH_INTERVAL_MS;
     rows.push(
-      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} |`,
+      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} | ${idle.join('')} |`,
     );
     console.log(rows.at(-1));
   }
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
     '',
-    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender runs one whole interval (10 s: every token polled once, its first-poll events sent, its code warmed up) before its window is measured, so the window is the steady state a running install is in; the idle window waits as long before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the same round\'s idle window subtracted; ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
+    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender polls for three whole intervals (30 s: every token polled three times, its first-poll events sent, its code compiled and its heap grown) before its window is measured, so that the window is the steady state a running install is in (after one interval ours still got cheaper for 30-40 s, and bare for ~20 s: bench/run.ts WATCH_SETTLE_MS); the idle window waits one interval before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the median of the size\'s idle windows subtracted (one idle window now and then holds a few hundred ms of the contender before\'s GC); ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
     '',
-    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours, 3 s after the window) |',
-    '|---|---|---|---|---|---|---|---|---|',
+    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours, 3 s after the window) | idle window CPU ms per window (the median is subtracted) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -534,7 +556,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK && !process.env.BENCH_WATCH_SIZES) {
+  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_ROUNDS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {
