@@ -382,7 +382,6 @@ async function watchScale(): Promise<string> {
     const heap = { mem: [] as number[], file: [] as number[] };
     const loop: number[] = [];
     const polls: string[] = [];
-    const idle: string[] = [];
     /** One watch node polling the N tokens for a window; its heap per session from before the add to the end, after GC. */
     const ours = async (id: string, key: 'mem' | 'file'): Promise<WatchWindow> => {
       global.gc?.();
@@ -414,8 +413,8 @@ async function watchScale(): Promise<string> {
       for (const k of kinds.slice(r % 4).concat(kinds.slice(0, r % 4))) {
         got[k] = k === 'idle' ? await watchWindow(seconds, () => 0, WATCH_INTERVAL_MS) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
       }
-      windows.push(got as Record<(typeof kinds)[number], WatchWindow>);
       const w = got as Record<(typeof kinds)[number], WatchWindow>;
+      windows.push(w);
       console.log(`watch ${n} round ${r + 1} (CPU ms / polls): mem ${w.mem.cpuMs.toFixed(0)}/${w.mem.polls} file ${w.file.cpuMs.toFixed(0)}/${w.file.polls} bare ${w.bare.cpuMs.toFixed(0)}/${w.bare.polls} idle ${w.idle.cpuMs.toFixed(0)}; ${polls.slice(-2).join(', ')}`);
     }
     // The idle baseline is the median of the size's idle windows: one of them now and then holds a few
@@ -431,10 +430,9 @@ async function watchScale(): Promise<string> {
       }
       us.bare.push(b);
     }
-    idle.push(`${spread(windows.map((w) => w.idle.cpuMs), 0)}`);
     const expected = (n * seconds * 1000) / WATCH_INTERVAL_MS;
     rows.push(
-      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} | ${idle.join('')} |`,
+      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} | ${spread(windows.map((w) => w.idle.cpuMs), 0)} |`,
     );
     console.log(rows.at(-1));
   }
