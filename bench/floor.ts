@@ -34,8 +34,8 @@ export function a0Client(base: string, maxSockets: number): { drive: Drive; quer
 
 /** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed; or, with `poll`, that instead of bare axios. */
 export function barePolling(base: string, n: number, intervalMs: number, poll?: (i: number) => Promise<unknown>): { stop(): void; polls(): number } {
-  const a0 = poll ? null : a0Client(base, DEFAULT_MAX_IN_FLIGHT);
-  const drive = poll ?? (a0 as ReturnType<typeof a0Client>).drive;
+  let a0: ReturnType<typeof a0Client> | null = null;
+  const drive = poll ?? (a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT)).drive;
   let polls = 0;
   let cursor = 0;
   let budget = 0;

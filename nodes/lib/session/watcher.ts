@@ -218,10 +218,6 @@ export class SessionWatcher {
     return this.options.intervalMs * Math.max(1, this.options.stretch?.() ?? 1);
   }
 
-  private tickMs(): number {
-    return watchTickMs(this.intervalMs(), this.entries.size, this.options.maxTickMs);
-  }
-
   private schedule(): void {
     if (this.timer || this.closed || this.entries.size === 0) return;
     this.lastTick = this.now();
@@ -242,7 +238,9 @@ export class SessionWatcher {
     this.lastTick = now;
     const n = this.entries.size;
     // Share of the list that fell due since the last tick; never more than one round.
-    this.budget = Math.min(n, this.budget + (n * elapsed) / this.intervalMs());
+    // Read once per tick: the stretch asks the request budget, and the next tick's period uses it too.
+    const intervalMs = this.intervalMs();
+    this.budget = Math.min(n, this.budget + (n * elapsed) / intervalMs);
     let due = Math.floor(this.budget);
     this.budget -= due;
     // Skipping unwatched tokens costs no budget; at most one pass over the queues per tick.
@@ -255,7 +253,7 @@ export class SessionWatcher {
       this.queue.push(entry);
       if (!entry.inFlight) this.pollOne(entry);
     }
-    this.timer = setTimeout(() => this.tick(), this.tickMs());
+    this.timer = setTimeout(() => this.tick(), watchTickMs(intervalMs, this.entries.size, this.options.maxTickMs));
     this.timer.unref?.();
   }
 
