@@ -233,6 +233,30 @@ export class StatusBoard {
     }
   }
 
+  /**
+   * Like set(), but arms no timer when it is too soon: the badge waits for the
+   * next set() or due(). A watch node calls due() on each tick of its watcher
+   * (at least once a second while it watches anything), so its badge costs no
+   * wake-up of the process of its own: the timer set() arms was 0.1 wake-ups
+   * per poll at 100 tokens (#19). Only for a caller that calls due().
+   */
+  defer(status: NodeStatus | (() => NodeStatus)): void {
+    if (this.closed) return;
+    const now = this.now();
+    if (this.timer === null && now - this.lastShown >= this.gapMs) return this.show(status, now);
+    this.pending = status;
+  }
+
+  /** Shows a deferred badge once the gap has passed (a pending set() has its own timer). */
+  due(): void {
+    if (this.pending === null || this.timer !== null || this.closed) return;
+    const now = this.now();
+    if (now - this.lastShown < this.gapMs) return;
+    const status = this.pending;
+    this.pending = null;
+    this.show(status, now);
+  }
+
   /** At most one update per `ms` from now on (a watch node: see WATCH_STATUS_GAP_MS). */
   setGap(ms: number): void {
     this.gapMs = ms;

@@ -66,9 +66,14 @@ export class WatchMode {
         derive: service.deriveOptions,
         stretch: () => client.pollStretch(),
         onState: (token, state) => store.state(token, state),
+        // The deferred badge and the batched states ride on the watcher's wake-ups: no timers of their own.
+        onTick: () => {
+          life.board.due();
+          store.flushDue();
+        },
       },
       (e) => mode?.onEvent(e, toOutputs),
-      (token, err) => life.report(err, { topic: token, payload: { token } }),
+      (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
     mode = new WatchMode(node, watcher, life, store, { client, intervalSec });
     life.board.setGap(WATCH_STATUS_GAP_MS);
@@ -77,7 +82,9 @@ export class WatchMode {
     life.onClose((removed) => {
       watcher.close();
       client.setPollDemand(node.id, 0);
+      // The states of the last second are kept before a redeploy or a stop (Node-RED then closes the context).
       if (removed) store.clear(true);
+      else store.flush();
     });
     return mode;
   }
@@ -150,7 +157,7 @@ export class WatchMode {
     if (e.session && e.session.warnings.length > 0) this.life.warnOnce('record', e.session.warnings.join('; '));
     const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
     this.life.emit(toOutputs(msg, e.event));
-    this.life.board.set(() => {
+    this.life.board.defer(() => {
       const values = { count: this.watcher.size, token: e.token, event: e.event, energy: formatEnergy(e.session?.energyKWh ?? null) };
       return Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values);
     });

@@ -12,9 +12,16 @@
  * Every change is one nested set (`…["t:RFID-1"].state`): O(1) in the memory
  * store and in localfilesystem's cache, which writes the file at most once per
  * flushInterval (30 s). Never the whole object per change.
+ *
+ * States are batched: a poll's change waits (in `pending`, the latest per
+ * token) until the next flushDue() at least STATE_BATCH_MS after the last
+ * write, and all of them go in one set. The watcher's tick calls flushDue(), so
+ * a change is in the store within about a second; closing the node flushes.
+ * At 100 tokens that is one context write a second instead of ten (#19).
  */
 import type { Node } from 'node-red';
 import type { SavedState } from '../lib/session/watcher';
+import { monotonicNow } from '../lib/clock';
 
 export const watchedKey = (node: Pick<Node, 'id'>): string => `charging-watch-${node.id}`;
 
@@ -33,17 +40,24 @@ interface FlowContext {
 /** The key prefix keeps tokens such as "__proto__" from meaning anything to an object. */
 const PREFIX = 't:';
 
+/** States are written at most once per this many ms (plus one watcher tick). */
+export const STATE_BATCH_MS = 1000;
+
 export class WatchStore {
   private readonly flow: FlowContext;
   private readonly base: string;
   private readonly store: string | undefined;
   /** each watched token's state key, built once rather than on every poll that changes it (#19) */
   private readonly stateKeys = new Map<string, string>();
+  /** states not written yet, by token: the latest of each */
+  private pending = new Map<string, SavedState | undefined>();
+  private lastFlush = -Infinity;
 
   constructor(
     node: Node,
     store: string | undefined,
     private readonly onError: (err: Error) => void,
+    private readonly now: () => number = monotonicNow,
   ) {
     this.flow = node.context().flow as unknown as FlowContext;
     // Quoted, so that a node id with a dot or bracket stays one key.
@@ -76,23 +90,49 @@ export class WatchStore {
   }
 
   removed(tokens: string[]): void {
-    for (const t of tokens) this.stateKeys.delete(t);
+    for (const t of tokens) {
+      this.stateKeys.delete(t);
+      this.pending.delete(t);
+    }
     if (tokens.length > 0) this.write(
         tokens.map((t) => this.key(t)),
         tokens.map(() => undefined),
       );
   }
 
-  /** A token's state after a poll changed it; undefined when its session ended. */
+  /** A token's state after a poll changed it; undefined when its session ended. Written by the next flushDue(). */
   state(token: string, state: SavedState | undefined): void {
-    let key = this.stateKeys.get(token);
-    if (key === undefined) this.stateKeys.set(token, (key = `${this.key(token)}.state`));
-    this.write([key], [state]);
+    this.pending.set(token, state);
+  }
+
+  /** Writes the pending states if STATE_BATCH_MS has passed since the last write. */
+  flushDue(): void {
+    if (this.pending.size === 0) return;
+    const now = this.now();
+    if (now - this.lastFlush < STATE_BATCH_MS) return;
+    this.lastFlush = now;
+    this.flush();
+  }
+
+  /** Writes the pending states now (the node closes). */
+  flush(): void {
+    if (this.pending.size === 0) return;
+    const keys: string[] = [];
+    const values: unknown[] = [];
+    for (const [token, state] of this.pending) {
+      let key = this.stateKeys.get(token);
+      if (key === undefined) this.stateKeys.set(token, (key = `${this.key(token)}.state`));
+      keys.push(key);
+      values.push(state);
+    }
+    this.pending = new Map();
+    this.write(keys, values);
   }
 
   /** Every token unwatched; `removed` node: the key itself goes. */
   clear(removed = false): void {
     this.stateKeys.clear();
+    this.pending.clear();
     this.write([this.base], [removed ? undefined : {}]);
   }
 

@@ -61,6 +61,33 @@ describe('StatusBoard: coalesced badges', () => {
     assert.ok(made <= 3, `${made} badges made for 30 updates over 1.5 s`);
   });
 
+  it('a deferred badge arms no timer: the next due() after the gap shows the latest; a set() still arms its own', () => {
+    const { b, shown } = board(WATCH_STATUS_GAP_MS);
+    b.defer(Status.ok('watching', { count: 1 }));
+    assert.equal(shown.length, 1, 'the first is shown at once');
+    for (let i = 2; i <= 5; i++) {
+      clock.tick(100);
+      b.defer(Status.ok('watching', { count: i }));
+      b.due();
+    }
+    assert.equal(shown.length, 1, 'within the gap: nothing more shown');
+    assert.equal(clock.countTimers(), 0, 'no timer armed for a deferred badge');
+    clock.tick(WATCH_STATUS_GAP_MS);
+    assert.equal(shown.length, 1, 'no timer: nothing shown without due()');
+    b.due();
+    assert.equal(shown.length, 2);
+    assert.match(String(shown[1].status.text), /^watching 5\b/, 'the latest deferred badge');
+    b.due();
+    assert.equal(shown.length, 2, 'due() with nothing pending shows nothing');
+    // A set() too soon arms its timer, and a deferred badge after it rides on that timer.
+    b.set(Status.ok('watching', { count: 6 }));
+    b.defer(Status.ok('watching', { count: 7 }));
+    assert.equal(clock.countTimers(), 1);
+    clock.tick(WATCH_STATUS_GAP_MS);
+    assert.equal(shown.length, 3);
+    assert.match(String(shown[2].status.text), /^watching 7\b/);
+  });
+
   it('shows nothing after close but the cleared badge', () => {
     const { b, shown } = board();
     b.set(Status.ok('watching', { count: 1 }));

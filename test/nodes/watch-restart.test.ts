@@ -159,7 +159,7 @@ describe('watch mode: events once across a restart of a real Node-RED process (l
     // Node-RED is running from the test above; P-2 ended there. A new session on P-2 now:
     await client.sendCommand({ action: 'START', locationId: 'L', evseId: '2', token: 'P-2' });
     await until(() => count(/EVENT started P-2/g) === 1, 'P-2 started', 15_000);
-    await delay(2_500); // past localfilesystem's flush (1 s here, 30 s by default)
+    await delay(3_500); // past the watch store's batch (1 s and a tick) and localfilesystem's flush (1 s here, 30 s by default)
     const killed = new Promise((r) => red?.once('exit', r));
     red?.kill('SIGKILL');
     await killed;

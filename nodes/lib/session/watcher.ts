@@ -51,6 +51,12 @@ export interface WatcherOptions {
    * restarts (see SavedState). Not called for polls that changed nothing.
    */
   onState?: (token: string, state: SavedState | undefined) => void;
+  /**
+   * Called at the end of every tick (at least once a second while anything is
+   * watched): work the caller batches rides on the watcher's own wake-ups
+   * instead of arming timers of its own.
+   */
+  onTick?: () => void;
 }
 
 /**
@@ -255,6 +261,14 @@ export class SessionWatcher {
     }
     this.timer = setTimeout(() => this.tick(), watchTickMs(intervalMs, this.entries.size, this.options.maxTickMs));
     this.timer.unref?.();
+    const onTick = this.options.onTick;
+    if (onTick) {
+      try {
+        onTick();
+      } catch (err) {
+        this.report('', new ChargingError('INTERNAL', `Watch tick: ${(err as Error)?.message ?? String(err)}`));
+      }
+    }
   }
 
   private pollOne(entry: Entry, confirming = false): void {

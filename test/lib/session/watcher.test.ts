@@ -242,6 +242,19 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       w.close();
     });
 
+    it('calls onTick on every tick, at least once a second while it watches, and never after close', async () => {
+      let ticks = 0;
+      const w = new SessionWatcher(async () => null, { intervalMs: 60_000, onTick: () => void ticks++ }, () => undefined, () => undefined);
+      w.watch(['A']);
+      await clock.tickAsync(5_000);
+      assert.ok(ticks >= 5 && ticks <= 7, `${ticks} ticks in 5 s of one token at 60 s`);
+      assert.equal(clock.countTimers(), 1, 'onTick rides on the tick timer');
+      w.close();
+      const n = ticks;
+      await clock.tickAsync(5_000);
+      assert.equal(ticks, n);
+    });
+
     it('stops polling on unwatch and on close, leaving no timer', async () => {
       const polls: string[] = [];
       const w = new SessionWatcher(
