@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import sinon from 'sinon';
-import { SavedState, SessionWatcher, WatchEvent, WatchedSession } from '../../../nodes/lib/session/watcher';
+import { POLLS_PER_TICK, SavedState, SessionWatcher, watchTickMs, WatchEvent, WatchedSession } from '../../../nodes/lib/session/watcher';
 import { ChargingError } from '../../../nodes/lib/errors';
 import type { ProgressRecord } from '../../../nodes/lib/session/record';
 
@@ -240,6 +240,25 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       await clock.tickAsync(2_000);
       assert.equal(errors.length, 2);
       w.close();
+    });
+
+    it('ticks four polls at a time when polls come often, never slower than the interval, within [20 ms, 1 s]', () => {
+      assert.equal(POLLS_PER_TICK, 4);
+      assert.equal(watchTickMs(10_000, 100), 400, '100 tokens at 10 s: four every 400 ms');
+      assert.equal(watchTickMs(10_000, 1_000), 40);
+      assert.equal(watchTickMs(10_000, 10_000), 20, 'the floor: 20 polls per tick');
+      assert.equal(watchTickMs(200, 1), 200, 'one token: one tick per interval, not four intervals');
+      assert.equal(watchTickMs(300, 2), 300);
+      assert.equal(watchTickMs(10_000, 2), 1_000, 'at least one tick a second');
+    });
+
+    it('a single token at a short interval is polled once per interval', async () => {
+      const polls: number[] = [];
+      const w = new SessionWatcher(async () => (polls.push(Date.now()), null), { intervalMs: 200 }, () => undefined, () => undefined);
+      w.watch(['A']);
+      await clock.tickAsync(2_000);
+      w.close();
+      assert.ok(polls.length >= 9 && polls.length <= 11, `${polls.length} polls in 2 s at 200 ms`);
     });
 
     it('calls onTick on every tick, at least once a second while it watches, and never after close', async () => {
