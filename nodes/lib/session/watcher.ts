@@ -90,8 +90,9 @@ interface Entry {
  * polls per wake-up rather than one (100 tokens at 10 s: a tick every 400 ms,
  * not 100 ms). Measured at 100 tokens (bench/watch-profile.ts, 3 rounds, 30 s
  * settle): our node 2 997 -> 1 650 µs per poll, bare axios on the same
- * schedule 2 524 -> 1 374. Four requests 400 ms apart is still even for an
- * operator's rate limit; Max requests per second spaces them when set.
+ * schedule 2 524 -> 1 374 (ours/bare about the same: see docs/performance.md).
+ * The four go out together every 400 ms, so up to four pooled connections may
+ * be open instead of one; Max requests per second spaces them when set.
  */
 export const POLLS_PER_TICK = 4;
 
@@ -110,8 +111,8 @@ export function watchTickMs(intervalMs: number, tokens: number, maxTickMs = 1000
 /**
  * One timer for all watched tokens: every tick polls the share of tokens that
  * fall due, in round-robin order, so N tokens at interval I cost N polls per
- * interval, spread over it a few per tick (watchTickMs), however large N is. The order is a queue: a token is
- * taken from the head, polled and put back at the tail, so it comes round
+ * interval, spread over it a few per tick (watchTickMs), however large N is.
+ * The order is a queue: a token is taken from the head, polled and put back at the tail, so it comes round
  * again after every other token, one interval later. New tokens wait in a
  * queue of their own that goes first. Adding or removing a token costs O(1)
  * amortised: a removed token is dropped when it reaches the head.
