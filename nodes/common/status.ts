@@ -249,12 +249,7 @@ export class StatusBoard {
 
   /** Shows a deferred badge once the gap has passed (a pending set() has its own timer). */
   due(): void {
-    if (this.pending === null || this.timer !== null || this.closed) return;
-    const now = this.now();
-    if (now - this.lastShown < this.gapMs) return;
-    const status = this.pending;
-    this.pending = null;
-    this.show(status, now);
+    if (this.pending !== null && this.timer === null && this.now() - this.lastShown >= this.gapMs) this.flush();
   }
 
   /** At most one update per `ms` from now on (a watch node: see WATCH_STATUS_GAP_MS). */

@@ -50,7 +50,7 @@ export class WatchStore {
   /** each watched token's state key, built once rather than on every poll that changes it (#19) */
   private readonly stateKeys = new Map<string, string>();
   /** states not written yet, by token: the latest of each */
-  private pending = new Map<string, SavedState | undefined>();
+  private readonly pending = new Map<string, SavedState | undefined>();
   private lastFlush = -Infinity;
 
   constructor(
@@ -125,7 +125,7 @@ export class WatchStore {
       keys.push(key);
       values.push(state);
     }
-    this.pending = new Map();
+    this.pending.clear();
     this.write(keys, values);
   }
 
