@@ -95,6 +95,7 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long a closing node or configuration lets a request on the wire finish: well inside Node-RED's 15 s. */
 export const CLOSE_GRACE_MS = 5_000;
 const SESSIONS_PATH = '/poi/v1/charging-sessions';
+const PROGRESS_QUERY = 'progress query';
 
 export function sessionsEndpoint(baseUrl: string): string {
   return baseUrl.trim().replace(/\/+$/, '') + SESSIONS_PATH;
@@ -161,22 +162,24 @@ export class ServiceClient {
   }
 
   /** GET progress by RFID token (spec §4.2). 404, 204 and an empty body mean "no session": record null. */
-  async getProgress(token: string, opts: RequestOptions = {}): Promise<ProgressResult> {
-    const what = 'progress query';
-    const res = await this.runner.run({
-      method: 'GET',
-      what,
-      url: `${this.sessionsUrl}?token=${encodeQueryValue(token, 'token')}`,
-      accept: progressAnswer,
-      signal: opts.signal,
-      priority: opts.priority,
-    });
+  getProgress(token: string, opts: RequestOptions = {}): Promise<ProgressResult> {
+    let url: string;
+    try {
+      url = `${this.sessionsUrl}?token=${encodeQueryValue(token, 'token')}`;
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    // A promise step, not an async function: a watch node polls through here (#19).
+    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority }).then((res) => this.progressOf(res));
+  }
+
+  private progressOf(res: RawResponse): ProgressResult {
     if (res.status === 404) {
       const notService = notFoundError(res, { method: 'GET', what: 'Progress query' }, safeHost(this.sessionsUrl), this.redactor);
       if (notService) throw notService;
     }
     if (res.status === 404 || res.status === 204) return { statusCode: res.status, record: null };
-    const body = readJson(res.text ?? '', this.redactor, what, res.status);
+    const body = readJson(res.text ?? '', this.redactor, PROGRESS_QUERY, res.status);
     if (body === null) return { statusCode: res.status, record: null };
     if (typeof body !== 'object' || Array.isArray(body)) {
       throw new ChargingError('BAD_RESPONSE', `Progress query: the service answered ${res.status} with a body that is not a progress record (${Array.isArray(body) ? 'an array' : typeof body})`, {
