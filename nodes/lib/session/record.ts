@@ -109,11 +109,26 @@ export interface RecordTimes {
   timestampMs: number;
 }
 
-export function recordTimes(record: ProgressRecord, zone: TimestampZone = 'UTC'): RecordTimes {
-  return {
-    createdMs: typeof record.createdAt === 'string' ? Date.parse(record.createdAt) : NaN,
-    timestampMs: typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, zone) : NaN,
-  };
+/** The last createdAt parsed for one watched token: a session's createdAt is the same on every poll, so it is parsed once. */
+export interface CreatedAtCache {
+  text: string | null;
+  ms: number;
+}
+
+export function recordTimes(record: ProgressRecord, zone: TimestampZone = 'UTC', cache?: CreatedAtCache): RecordTimes {
+  const created = record.createdAt;
+  let createdMs = NaN;
+  if (typeof created === 'string') {
+    if (!cache) createdMs = Date.parse(created);
+    else {
+      if (cache.text !== created) {
+        cache.text = created;
+        cache.ms = Date.parse(created);
+      }
+      createdMs = cache.ms;
+    }
+  }
+  return { createdMs, timestampMs: typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, zone) : NaN };
 }
 
 /** kWh between two meter readings in the configured unit. */

@@ -5,7 +5,7 @@
  * No Node-RED and no HTTP in here: the poll function is given.
  */
 import { ChargingError } from '../errors';
-import { deriveSession, DeriveOptions, meterKWh, ProgressRecord, recordTimes, SessionInfo, SessionTotals, sessionTotals } from './record';
+import { CreatedAtCache, deriveSession, DeriveOptions, meterKWh, ProgressRecord, recordTimes, SessionInfo, SessionTotals, sessionTotals } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
 
@@ -82,6 +82,8 @@ interface Entry {
   /** meter readings for the power estimate, flat: [at, kWh, at, kWh, …], oldest first (see power) */
   samples: number[] | null;
   lastError: string | null;
+  /** the session's createdAt as last parsed (see recordTimes) */
+  created: CreatedAtCache;
 }
 
 /**
@@ -156,7 +158,7 @@ export class SessionWatcher {
     let added = 0;
     for (const token of tokens) {
       if (this.entries.has(token)) continue;
-      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, samples: null, lastError: null };
+      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, samples: null, lastError: null, created: { text: null, ms: NaN } };
       const state = saved?.(token);
       if (state) {
         entry.seen = true;
@@ -373,7 +375,7 @@ export class SessionWatcher {
       return events;
     }
     // Parsed once, for the derived values and for the power estimate.
-    const times = recordTimes(record, this.options.derive?.timestampZone);
+    const times = recordTimes(record, this.options.derive?.timestampZone, entry.created);
     const info = deriveSession(record, this.options.derive, times);
     if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
       // A new session with the same token between two polls: the old one ended.

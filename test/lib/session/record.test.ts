@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { deriveSession, parseZonelessTimestamp, hasTransaction, cdrIdOf, ProgressRecord } from '../../../nodes/lib/session/record';
+import { deriveSession, parseZonelessTimestamp, hasTransaction, cdrIdOf, ProgressRecord, recordTimes, CreatedAtCache } from '../../../nodes/lib/session/record';
 import { record } from './record-fixture';
 
 describe('session record: values derived from a progress record (no Node-RED)', () => {
@@ -72,5 +72,19 @@ describe('session record: values derived from a progress record (no Node-RED)', 
     assert.equal(hasTransaction(JSON.parse('{"transactionData":{"__proto__":{"transactionId":"X"}}}') as ProgressRecord), false);
     assert.equal(cdrIdOf(record), record.transactionData?.cdrId);
     assert.equal(cdrIdOf({ transactionData: { cdrId: 42 } }), null);
+  });
+
+  it('recordTimes parses a watched session\'s createdAt once, and again when it changes', () => {
+    const cache: CreatedAtCache = { text: null, ms: NaN };
+    const first = recordTimes({ createdAt: '2026-11-22T12:00:00Z', timestamp: '2026-11-22T12:30:00' }, 'UTC', cache);
+    assert.equal(first.createdMs, Date.parse('2026-11-22T12:00:00Z'));
+    assert.equal(first.timestampMs, Date.parse('2026-11-22T12:30:00Z'));
+    assert.deepEqual(cache, { text: '2026-11-22T12:00:00Z', ms: first.createdMs });
+    // The same text is taken from the cache (a planted value shows it was not parsed again)...
+    cache.ms = 42;
+    assert.equal(recordTimes({ createdAt: '2026-11-22T12:00:00Z' }, 'UTC', cache).createdMs, 42);
+    // ...a new session's createdAt is parsed, and a record without one has none.
+    assert.equal(recordTimes({ createdAt: '2026-11-23T08:00:00Z' }, 'UTC', cache).createdMs, Date.parse('2026-11-23T08:00:00Z'));
+    assert.ok(Number.isNaN(recordTimes({}, 'UTC', cache).createdMs));
   });
 });
