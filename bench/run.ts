@@ -28,8 +28,12 @@ const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
 /** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_ROUNDS=5 and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
-/** seconds per measured window: longer for few tokens, whose polls are few */
-const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 20 : 10);
+/**
+ * seconds per measured window: longer for few tokens, whose polls are few (at
+ * 100 tokens a 20 s window held 200 polls and ~250 ms of CPU, and one round's
+ * ratio spread 0.87-1.47 in one run: 40 s halves what one GC in a window weighs)
+ */
+const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : 10);
 // 5 rounds: one round's ratio on a shared machine spreads widely (1.04-1.52 at 100 tokens in one run).
 const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 5);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
@@ -379,7 +383,11 @@ async function watchScale(): Promise<string> {
     const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
     const us = { mem: [] as number[], file: [] as number[], bare: [] as number[] };
     const ratio = { mem: [] as number[], file: [] as number[] };
+    /** KiB per session: freed by unwatching them */
     const heap = { mem: [] as number[], file: [] as number[] };
+    /** KiB per session from before the tokens were added (fixed costs included), and KiB still held after unwatching */
+    const heapAll = { mem: [] as number[], file: [] as number[] };
+    const heapFixed = { mem: [] as number[], file: [] as number[] };
     const loop: number[] = [];
     const polls: string[] = [];
     /** One watch node polling the N tokens for a window; its heap per session from before the add to the end, after GC. */
@@ -390,11 +398,17 @@ async function watchScale(): Promise<string> {
       red.node(id).receive({ topic: 'watch', payload: tokens });
       const w = await watchWindow(seconds, getCount, WATCH_SETTLE_MS);
       global.gc?.();
-      heap[key].push((process.memoryUsage().heapUsed - heap0) / 1024 / n);
+      const heap1 = process.memoryUsage().heapUsed;
       polls.push(`${key} ${w.polls} polls/${events - e0} events`);
       loop.push(await loopDelayP99(3000));
       red.node(id).receive({ topic: 'unwatch', payload: '*' });
       await new Promise((r) => setTimeout(r, 500)); // polls in flight end
+      global.gc?.();
+      const heap2 = process.memoryUsage().heapUsed;
+      // What the sessions hold is what unwatching them frees; what stays (compiled code, pooled sockets, a leak) is counted apart.
+      heap[key].push((heap1 - heap2) / 1024 / n);
+      heapAll[key].push((heap1 - heap0) / 1024 / n);
+      heapFixed[key].push((heap2 - heap0) / 1024);
       return w;
     };
     const bareWindow = async (): Promise<WatchWindow> => {
@@ -432,17 +446,17 @@ async function watchScale(): Promise<string> {
     }
     const expected = (n * seconds * 1000) / WATCH_INTERVAL_MS;
     rows.push(
-      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${median(loop).toFixed(1)} | ${spread(windows.map((w) => w.idle.cpuMs), 0)} |`,
+      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${spread(heapAll.mem)} / ${spread(heapAll.file)} | ${spread(heapFixed.mem, 0)} / ${spread(heapFixed.file, 0)} | ${median(loop).toFixed(1)} | ${spread(windows.map((w) => w.idle.cpuMs), 0)} |`,
     );
     console.log(rows.at(-1));
   }
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
     '',
-    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender polls for three whole intervals (30 s: every token polled three times, its first-poll events sent, its code compiled and its heap grown) before its window is measured, so that the window is the steady state a running install is in (after one interval ours still got cheaper for 30-40 s, and bare for ~20 s: bench/run.ts WATCH_SETTLE_MS); the idle window waits one interval before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the median of the size\'s idle windows subtracted (one idle window now and then holds a few hundred ms of the contender before\'s GC); ratios are within a round; median [min–max]. Heap per session: after GC, from before the tokens were added to the end of the window (entries, last session, kept state, context).',
+    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender polls for three whole intervals (30 s: every token polled three times, its first-poll events sent, its code compiled and its heap grown) before its window is measured, so that the window is the steady state a running install is in (after one interval ours still got cheaper for 30-40 s, and bare for ~20 s: bench/run.ts WATCH_SETTLE_MS); the idle window waits one interval before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the median of the size\'s idle windows subtracted (one idle window now and then holds a few hundred ms of the contender before\'s GC); ratios are within a round; median [min–max]. Heap per session: after GC, what unwatching the sessions frees (end of the window to after `unwatch *`: entries, last session, kept state, context), divided by N; beside it the figure from before the tokens were added to the end of the window (the fixed costs that watching starts included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session: a leak would grow it round after round).',
     '',
-    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem | event-loop p99 ms (ours, 3 s after the window) | idle window CPU ms per window (the median is subtracted) |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add (fixed costs included) | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (ours, 3 s after the window) | idle window CPU ms per window (the median is subtracted) |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
