@@ -7,7 +7,8 @@
  *   node --expose-gc dist/bench/watch-profile.js [N] [seconds] [rounds] [kinds]
  *
  * kinds: comma-separated of mem, file, bare (default mem,bare), and, to split
- * ours into its layers: client (ServiceClient.getProgress on bare's schedule, no
+ * ours into its layers: nodered (bare axios, each record sent on as one
+ * Node-RED message from a minimal node to the same sink), client (ServiceClient.getProgress on bare's schedule, no
  * Node-RED) and watcher (SessionWatcher over a ServiceClient, events dropped). With
  * WATCH_PROFILE=prefix each measured window is also profiled (V8 sampling
  * profiler, in this process) to prefix-<kind>-<round>.cpuprofile (with
@@ -19,7 +20,8 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import path from 'node:path';
-import { barePolling } from './floor';
+import { a0Client, barePolling } from './floor';
+import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { ServiceClient } from '../nodes/lib/client/service-client';
 import { SessionWatcher } from '../nodes/lib/session/watcher';
 import { progressPoll } from '../nodes/common/watch-mode';
@@ -66,6 +68,7 @@ async function main(): Promise<void> {
     { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
     { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: INTERVAL_MS / 1000, wires: [['sink']] },
     { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: INTERVAL_MS / 1000, contextStore: 'file', wires: [['sink']] },
+    { id: 'floor', type: 'bench-minimal', z: 'tab', wires: [['sink']] },
     { id: 'sink', type: 'bench-sink', z: 'tab' },
   ]);
   const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
@@ -120,6 +123,16 @@ async function main(): Promise<void> {
     if (kind === 'bare') {
       const b = barePolling(base, n, INTERVAL_MS);
       return async () => b.stop();
+    }
+    if (kind === 'nodered') {
+      // Bare axios, and each record passed on as one Node-RED message (a node wired to the same sink): what any node that sends an event per poll pays.
+      const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
+      const floor = red.node('floor');
+      const b = barePolling(base, n, INTERVAL_MS, (i) => a0.query(`W${i}`).then((record) => floor.send({ topic: `W${i}`, payload: record })));
+      return async () => {
+        b.stop();
+        a0.close();
+      };
     }
     if (kind === 'client' || kind === 'watcher') {
       const client = new ServiceClient({ baseUrl: base, authUrl: `${base}/auth`, clientId: 'bench', clientSecret: 'bench-secret' });
