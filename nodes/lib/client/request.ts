@@ -174,7 +174,7 @@ export class RequestRunner {
     return sent.then(
       (res) => {
         end();
-        return this.classify(req, res, ex, token, allowed, afterFreshToken);
+        return this.outcome(req, res, ex, token, allowed, afterFreshToken);
       },
       (err: unknown) => {
         end();
@@ -186,7 +186,7 @@ export class RequestRunner {
   }
 
   /** An answer: handed back, or a failure to retry or report. */
-  private classify(req: Request, res: RawResponse, ex: Exchange, token: AccessToken, allowed: number, afterFreshToken: boolean): Attempted {
+  private outcome(req: Request, res: RawResponse, ex: Exchange, token: AccessToken, allowed: number, afterFreshToken: boolean): Attempted {
     if (ex.ended === 'cancelled') throw closedError('node');
     const budget = this.ctx.budget;
     if (res.status === 429) budget?.onThrottled();
