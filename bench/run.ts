@@ -390,7 +390,7 @@ async function watchScale(): Promise<string> {
     const heapFixed = { mem: [] as number[], file: [] as number[] };
     const loop: number[] = [];
     const polls: string[] = [];
-    /** One watch node polling the N tokens for a window; its heap per session from before the add to the end, after GC. */
+    /** One watch node polling the N tokens for a window; its heap per session (freed by unwatching, and from before the add), after GC. */
     const ours = async (id: string, key: 'mem' | 'file'): Promise<WatchWindow> => {
       global.gc?.();
       const heap0 = process.memoryUsage().heapUsed;

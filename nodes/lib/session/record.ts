@@ -117,18 +117,16 @@ export interface CreatedAtCache {
 
 export function recordTimes(record: ProgressRecord, zone: TimestampZone = 'UTC', cache?: CreatedAtCache): RecordTimes {
   const created = record.createdAt;
-  let createdMs = NaN;
-  if (typeof created === 'string') {
-    if (!cache) createdMs = Date.parse(created);
-    else {
-      if (cache.text !== created) {
-        cache.text = created;
-        cache.ms = Date.parse(created);
-      }
-      createdMs = cache.ms;
-    }
-  }
+  const createdMs = typeof created !== 'string' ? NaN : cache ? cachedParse(cache, created) : Date.parse(created);
   return { createdMs, timestampMs: typeof record.timestamp === 'string' ? parseZonelessTimestamp(record.timestamp, zone) : NaN };
+}
+
+function cachedParse(cache: CreatedAtCache, text: string): number {
+  if (cache.text !== text) {
+    cache.text = text;
+    cache.ms = Date.parse(text);
+  }
+  return cache.ms;
 }
 
 /** kWh between two meter readings in the configured unit. */
