@@ -13,7 +13,7 @@ import { watchTickMs } from '../nodes/lib/session/watcher';
 export type Drive = (i: number) => Promise<void>;
 
 /** (a0) axios configured exactly as the client configures it (transport.ts axiosOptions), used as cheaply as axios allows, plus JSON.parse. */
-export function a0Client(base: string, maxSockets: number): { drive: Drive; query(token: string): Promise<unknown>; close(): void } {
+export function a0Client(base: string, maxSockets: number, prefix = 'T'): { drive: Drive; query(token: string): Promise<unknown>; close(): void } {
   const httpAgent = new http.Agent(agentOptions(maxSockets));
   const httpsAgent = new https.Agent(agentOptions(maxSockets));
   const ax: AxiosInstance = axios.create(axiosOptions({ httpAgent, httpsAgent }, DEFAULT_MAX_BODY_BYTES));
@@ -23,7 +23,7 @@ export function a0Client(base: string, maxSockets: number): { drive: Drive; quer
   return {
     query,
     drive: async (i) => {
-      await query(`T${i}`);
+      await query(`${prefix}${i}`);
     },
     close: () => {
       httpAgent.destroy();
@@ -32,10 +32,14 @@ export function a0Client(base: string, maxSockets: number): { drive: Drive; quer
   };
 }
 
-/** Bare axios polling N tokens on the watcher's schedule (one timer, polls spread over the interval), each record parsed; or, with `poll`, that instead of bare axios. */
-export function barePolling(base: string, n: number, intervalMs: number, poll?: (i: number) => Promise<unknown>): { stop(): void; polls(): number } {
+/**
+ * Bare axios polling N tokens (`${prefix}0` …) on the watcher's schedule (one
+ * timer, polls spread over the interval), each record parsed; or, with `poll`,
+ * that instead of bare axios.
+ */
+export function barePolling(base: string, n: number, intervalMs: number, poll?: (i: number) => Promise<unknown>, prefix = 'T'): { stop(): void; polls(): number } {
   let a0: ReturnType<typeof a0Client> | null = null;
-  const drive = poll ?? (a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT)).drive;
+  const drive = poll ?? (a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT, prefix)).drive;
   let polls = 0;
   let cursor = 0;
   let budget = 0;

@@ -15,40 +15,45 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import axios from 'axios';
 import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode } from './runtime';
-import { a0Client, barePolling, Drive } from './floor';
+import { a0Client, Drive } from './floor';
+import type { ContenderCommand } from './contender';
 
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
 const WATCH_ONLY = process.argv.includes('--watch');
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
-/** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_ROUNDS=5 and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
+/** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_WINDOWS=8, BENCH_WATCH_WARMUP_MS and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /**
  * seconds per measured window: longer for few tokens, whose polls are few (at
- * 100 tokens a 20 s window held 200 polls and ~250 ms of CPU, and one round's
- * ratio spread 0.87-1.47 in one run: 40 s halves what one GC in a window weighs)
+ * 100 tokens a 20 s window held 200 polls and ~250 ms of CPU; 40 s halves what
+ * one GC in a window weighs)
  */
-const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : 10);
-// 5 rounds: one round's ratio on a shared machine spreads widely (1.04-1.52 at 100 tokens in one run).
-const WATCH_ROUNDS = Number(process.env.BENCH_WATCH_ROUNDS) || (QUICK ? 1 : 5);
+const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : n <= 1000 ? 20 : 10);
+/** side-by-side windows per size, in a row: one window's ratio still spreads ±5 % (a GC falls in one process's window and not the other's) */
+const WATCH_WINDOWS = Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : 8);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 /**
- * How long a contender polls before its window is measured. One interval was
- * not steady state: with WATCH_CONSEC (bench/watch-profile.ts) a contender's
- * CPU per poll kept falling for 30-40 s after it started (at 1 000 tokens ours
- * 1 810, 1 423, 1 298, 1 053 µs/poll in four 10 s windows after a 10 s settle;
- * bare 1 588, 1 200, 1 082), with V8's helper threads busy (compilation, GC of
- * the heap the 1 000 new entries grew) and ours, with more code and more kept
- * state, paying more of it. An install watches for months: the window must be
- * that steady state, not the first seconds after `watch`.
+ * How long the contenders poll before the first size's windows: an install
+ * watches for months, and its code is compiled by then. After `watch`, CPU per
+ * poll kept falling for minutes at 100 tokens (bench/watch-profile.ts
+ * WATCH_CONSEC, 2026-11-24: ours 1 064, 957, 871, 842, 885, 701 µs/poll in six
+ * 40 s windows, bare 726 ... 599), ours, with more code to compile, for longer;
+ * side by side after a 120 s warm-up the ratio no longer drifted over eight
+ * further windows (1.18, 1.16, 1.17, 1.12, 1.23, 1.17, 1.11, 1.19).
  */
-const WATCH_SETTLE_MS = Number(process.env.BENCH_WATCH_SETTLE_MS) || 3 * WATCH_INTERVAL_MS;
+const WATCH_WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS) || (QUICK ? 20_000 : 120_000);
+/**
+ * How long contenders poll after a later size starts, before its windows: every
+ * token polled three times, its first-poll events sent and its heap grown (at
+ * 1 000 tokens CPU per poll fell for 30-40 s after a watch started).
+ */
+const WATCH_SETTLE_MS = Number(process.env.BENCH_WATCH_SETTLE_MS) || (QUICK ? 10_000 : 3 * WATCH_INTERVAL_MS);
 
 // ------------------------------------------------------------------ the service (another process)
 let server: ChildProcess;
@@ -326,34 +331,6 @@ async function singleFlight(): Promise<string> {
 }
 
 
-type WatchWindow = { cpuMs: number; polls: number };
-
-/**
- * CPU and polls over one window, after a settle. No event-loop monitor runs in
- * it: its 10 ms timer woke the process 100 times a second (~10 ms of CPU a second,
- * more wake-ups than 100 tokens' polls), which no real install has.
- */
-async function watchWindow(seconds: number, count: () => number | Promise<number> = () => 0, settleMs = 1000): Promise<WatchWindow> {
-  // Garbage of the window before is collected here, not inside this one.
-  global.gc?.();
-  await new Promise((r) => setTimeout(r, settleMs));
-  const polls0 = await count();
-  const cpu0 = process.cpuUsage();
-  await new Promise((r) => setTimeout(r, seconds * 1000));
-  const cpu = process.cpuUsage(cpu0);
-  const polls = (await count()) - polls0;
-  return { cpuMs: (cpu.user + cpu.system) / 1000, polls };
-}
-
-/** Event-loop delay p99 (ms) over `ms`, measured apart from the CPU windows. */
-async function loopDelayP99(ms: number): Promise<number> {
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  loop.enable();
-  await new Promise((r) => setTimeout(r, ms));
-  loop.disable();
-  return loop.percentile(99) / 1e6;
-}
-
 /** The watch flow: one watch node per context store, both idle until tokens are sent to them. */
 async function deployWatchFlow(intervalSec: number): Promise<void> {
   await red.deploy([
@@ -365,98 +342,116 @@ async function deployWatchFlow(intervalSec: number): Promise<void> {
   ]);
 }
 
+/** A contender process (bench/contender.ts) and its IPC calls. */
+class Contender {
+  private next = 0;
+  private readonly replies = new Map<number, (m: Record<string, unknown>) => void>();
+
+  private constructor(private readonly proc: ChildProcess) {
+    proc.on('message', (m: Record<string, unknown> & { id: number }) => {
+      this.replies.get(m.id)?.(m);
+      this.replies.delete(m.id);
+    });
+  }
+
+  static async spawn(intervalSec: number): Promise<Contender> {
+    const c = new Contender(fork(path.join(__dirname, 'contender.js'), { execArgv: ['--expose-gc'] }));
+    await c.call({ cmd: 'init', base, intervalSec });
+    return c;
+  }
+
+  call(m: ContenderCommand): Promise<Record<string, number>> {
+    const id = ++this.next;
+    return new Promise((resolve, reject) => {
+      this.replies.set(id, (r) => (r.error ? reject(new Error(String(r.error))) : resolve(r as Record<string, number>)));
+      this.proc.send({ ...m, id });
+    });
+  }
+
+  async exit(): Promise<void> {
+    await this.call({ cmd: 'exit' }).catch(() => undefined);
+    this.proc.kill();
+  }
+}
+
+/** The side-by-side contenders: our watch node with each store, bare axios, and bare axios again (the A/A check of the method itself). */
+const SIDE_BY_SIDE = [
+  { role: 'mem', kind: 'mem', prefix: 'M' },
+  { role: 'file', kind: 'file', prefix: 'F' },
+  { role: 'bare', kind: 'bare', prefix: 'B' },
+  { role: 'bareB', kind: 'bare', prefix: 'C' },
+] as const;
+type Role = (typeof SIDE_BY_SIDE)[number]['role'];
+
 /**
  * N tokens watched at a 10 s interval, every poll an event (the bench server's
  * meter moves on every query), state kept in the memory store and in
- * localfilesystem; bare axios polling the same tokens on the same schedule;
- * and idle. Interleaved rounds, order rotated; CPU per poll with the idle
- * window of the same round subtracted; ratios within a round.
+ * localfilesystem, beside bare axios polling as many tokens on the same
+ * schedule, and a second bare axios. Each contender runs in its own process
+ * (bench/contender.ts, a real Node-RED each) and all of them poll at once; every
+ * window is opened and closed for all of them together and each measures its
+ * own CPU, so a ratio compares the same seconds of this machine.
  */
 async function watchScale(): Promise<string> {
   const rows: string[] = [];
-  await deployWatchFlow(WATCH_INTERVAL_MS / 1000);
-  let events = 0;
-  red.onSink(() => events++);
-  const getCount = async () => (await counts()).get;
+  const getsBy = () => ask<Record<string, number>>('getsBy', 'getsBy');
+  const procs = await Promise.all(SIDE_BY_SIDE.map(() => Contender.spawn(WATCH_INTERVAL_MS / 1000)));
+  const all = (m: ContenderCommand) => Promise.all(procs.map((p) => p.call(m)));
+  /** CPU ms of each contender over one window, all opened and closed together, and the polls each made in it */
+  const window = async (seconds: number): Promise<Array<{ cpuMs: number; polls: number }>> => {
+    const g0 = await getsBy();
+    await all({ cmd: 'begin' });
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    const ends = await all({ cmd: 'end' });
+    const g1 = await getsBy();
+    return ends.map((e, i) => ({ cpuMs: e.cpuMs, polls: (g1[SIDE_BY_SIDE[i].prefix] ?? 0) - (g0[SIDE_BY_SIDE[i].prefix] ?? 0) }));
+  };
+  let warm = false;
   for (const n of WATCH_SIZES) {
     const seconds = watchSeconds(n);
-    const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
-    const us = { mem: [] as number[], file: [] as number[], bare: [] as number[] };
-    const ratio = { mem: [] as number[], file: [] as number[] };
-    /** KiB per session: freed by unwatching them */
-    const heap = { mem: [] as number[], file: [] as number[] };
-    /** KiB per session from before the tokens were added (fixed costs included), and KiB still held after unwatching */
-    const heapAll = { mem: [] as number[], file: [] as number[] };
-    const heapFixed = { mem: [] as number[], file: [] as number[] };
-    const loop: number[] = [];
-    const polls: string[] = [];
-    /** One watch node polling the N tokens for a window; its heap per session (freed by unwatching, and from before the add), after GC. */
-    const ours = async (id: string, key: 'mem' | 'file'): Promise<WatchWindow> => {
-      global.gc?.();
-      const heap0 = process.memoryUsage().heapUsed;
-      const e0 = events;
-      red.node(id).receive({ topic: 'watch', payload: tokens });
-      const w = await watchWindow(seconds, getCount, WATCH_SETTLE_MS);
-      global.gc?.();
-      const heap1 = process.memoryUsage().heapUsed;
-      polls.push(`${key} ${w.polls} polls/${events - e0} events`);
-      loop.push(await loopDelayP99(3000));
-      red.node(id).receive({ topic: 'unwatch', payload: '*' });
-      await new Promise((r) => setTimeout(r, 500)); // polls in flight end
-      global.gc?.();
-      const heap2 = process.memoryUsage().heapUsed;
-      // What the sessions hold is what unwatching them frees; what stays (compiled code, pooled sockets, a leak) is counted apart.
-      heap[key].push((heap1 - heap2) / 1024 / n);
-      heapAll[key].push((heap1 - heap0) / 1024 / n);
-      heapFixed[key].push((heap2 - heap0) / 1024);
-      return w;
-    };
-    const bareWindow = async (): Promise<WatchWindow> => {
-      red.onSink(sinkRouter);
-      const bare = barePolling(base, n, WATCH_INTERVAL_MS);
-      const w = await watchWindow(seconds, () => bare.polls(), WATCH_SETTLE_MS);
-      bare.stop();
-      red.onSink(() => events++);
-      await new Promise((r) => setTimeout(r, 500));
-      return w;
-    };
-    const kinds = ['idle', 'mem', 'file', 'bare'] as const;
-    const windows: Array<Record<(typeof kinds)[number], WatchWindow>> = [];
-    for (let r = 0; r < WATCH_ROUNDS; r++) {
-      const got: Partial<Record<(typeof kinds)[number], WatchWindow>> = {};
-      for (const k of kinds.slice(r % 4).concat(kinds.slice(0, r % 4))) {
-        got[k] = k === 'idle' ? await watchWindow(seconds, () => 0, WATCH_INTERVAL_MS) : k === 'bare' ? await bareWindow() : await ours(k === 'mem' ? 'w-mem' : 'w-file', k);
-      }
-      const w = got as Record<(typeof kinds)[number], WatchWindow>;
-      windows.push(w);
-      console.log(`watch ${n} round ${r + 1} (CPU ms / polls): mem ${w.mem.cpuMs.toFixed(0)}/${w.mem.polls} file ${w.file.cpuMs.toFixed(0)}/${w.file.polls} bare ${w.bare.cpuMs.toFixed(0)}/${w.bare.polls} idle ${w.idle.cpuMs.toFixed(0)}; ${polls.slice(-2).join(', ')}`);
+    // Each process's own idle CPU (Node-RED's timers), subtracted from its windows: four quarter windows, the
+    // median taken, after a GC and one interval. V8's memory reducer compacts an idle heap some seconds after
+    // allocation stops (~130 ms of CPU 25 s after start-up, seen in one quarter): that is not what idle costs.
+    await all({ cmd: 'heap' });
+    await new Promise((r) => setTimeout(r, WATCH_INTERVAL_MS));
+    const quarters: Array<Array<{ cpuMs: number }>> = [];
+    for (let q = 0; q < 4; q++) quarters.push(await window(seconds / 4));
+    const idle = procs.map((_, i) => ({ cpuMs: 4 * median(quarters.map((w) => w[i].cpuMs)) }));
+    const heap0 = await all({ cmd: 'heap' });
+    await Promise.all(SIDE_BY_SIDE.map((c, i) => procs[i].call({ cmd: 'start', kind: c.kind, n, prefix: c.prefix })));
+    await new Promise((r) => setTimeout(r, warm ? WATCH_SETTLE_MS : WATCH_WARMUP_MS));
+    warm = true;
+    const us: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
+    const polls: number[][] = [];
+    for (let w = 0; w < WATCH_WINDOWS; w++) {
+      const got = await window(seconds);
+      SIDE_BY_SIDE.forEach((c, i) => us[c.role].push(((got[i].cpuMs - idle[i].cpuMs) * 1000) / Math.max(1, got[i].polls)));
+      polls.push(got.map((g) => g.polls));
+      console.log(`watch ${n} window ${w + 1}: ${SIDE_BY_SIDE.map((c, i) => `${c.role} ${us[c.role][w].toFixed(0)} µs/poll (${got[i].polls})`).join(', ')}`);
     }
-    // The idle baseline is the median of the size's idle windows: one of them now and then holds a few
-    // hundred ms of the previous contender's leftover GC, which at 100 tokens is ~1 ms per poll of a
-    // window (40 % of a poll) and, subtracted from one round only, made that round's ratios meaningless.
-    const idleMs = median(windows.map((w) => w.idle.cpuMs));
-    const perPoll = (w: WatchWindow) => ((w.cpuMs - idleMs) * 1000) / Math.max(1, w.polls);
-    for (const got of windows) {
-      const b = perPoll(got.bare);
-      for (const k of ['mem', 'file'] as const) {
-        us[k].push(perPoll(got[k]));
-        ratio[k].push(perPoll(got[k]) / b);
-      }
-      us.bare.push(b);
-    }
-    const expected = (n * seconds * 1000) / WATCH_INTERVAL_MS;
+    const loop = await procs[0].call({ cmd: 'loop', ms: 3000 });
+    const heap1 = await all({ cmd: 'heap' });
+    await all({ cmd: 'stop' });
+    const heap2 = await all({ cmd: 'heap' });
+    const ratio = (a: Role) => us[a].map((x, w) => x / us.bare[w]);
+    /** KiB per session freed by unwatching; from before the add (fixed costs included); KiB held after unwatching */
+    const heapOf = (i: number) => ({ freed: (heap1[i].heap - heap2[i].heap) / 1024 / n, all: (heap1[i].heap - heap0[i].heap) / 1024 / n, held: (heap2[i].heap - heap0[i].heap) / 1024 });
+    const hm = heapOf(0);
+    const hf = heapOf(1);
+    const pollsCell = SIDE_BY_SIDE.map((c, i) => `${c.role} ${median(polls.map((p) => p[i]))}`).join(', ');
     rows.push(
-      `| ${n} | ${seconds} s, ~${expected} expected: ${polls.join('; ')} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio.mem)} | ${spread(ratio.file)} | ${spread(heap.mem)} / ${spread(heap.file)} | ${spread(heapAll.mem)} / ${spread(heapAll.file)} | ${spread(heapFixed.mem, 0)} / ${spread(heapFixed.file, 0)} | ${median(loop).toFixed(1)} | ${spread(windows.map((w) => w.idle.cpuMs), 0)} |`,
+      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio('mem'))} | ${spread(ratio('file'))} | ${spread(ratio('bareB'))} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.cpuMs.toFixed(0)).join(' / ')} |`,
     );
     console.log(rows.at(-1));
   }
+  await Promise.all(procs.map((p) => p.exit()));
   return [
-    `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval; the meter advances on every poll, so every poll emits an event (${WATCH_ROUNDS} interleaved rounds)`,
+    `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval, side by side; the meter advances on every poll, so every poll emits an event`,
     '',
-    'Per round, in rotated order: our watch node with its state in the memory store, the same with localfilesystem (contextStore "file", its default 30 s flush), bare axios (configured as the client configures it, plus JSON.parse) polling the same tokens on the same schedule from one timer, and idle. Each contender polls for three whole intervals (30 s: every token polled three times, its first-poll events sent, its code compiled and its heap grown) before its window is measured, so that the window is the steady state a running install is in (after one interval ours still got cheaper for 30-40 s, and bare for ~20 s: bench/run.ts WATCH_SETTLE_MS); the idle window waits one interval before it starts, so that the work of the contender before (a file store\'s flush, a GC) is not counted as idle. CPU per poll has the median of the size\'s idle windows subtracted (one idle window now and then holds a few hundred ms of the contender before\'s GC); ratios are within a round; median [min–max]. Heap per session: after GC, what unwatching the sessions frees (end of the window to after `unwatch *`: entries, last session, kept state, context), divided by N; beside it the figure from before the tokens were added to the end of the window (the fixed costs that watching starts included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session: a leak would grow it round after round).',
+    `Four processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), and a second bare axios (bareB). Each polls tokens of its own, counted by the server. Every window is opened and closed for all four together and each measures its own CPU (process.cpuUsage, all its threads, GC included), so a ratio compares the same seconds of this shared machine; bareB / bare is the method's own noise (the same code in two processes). They first poll for ${WATCH_WARMUP_MS / 1000} s at the first size (an install watches for months: its code is compiled and its caches warm) and ${WATCH_SETTLE_MS / 1000} s after each later start, then ${WATCH_WINDOWS} windows in a row without a forced GC. CPU per poll has the process's own idle CPU subtracted (four times the median of four idle quarter windows); ratios are within a window; median [min–max] over the windows. Heap per session: after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
     '',
-    '| sessions | polls made in the window / events sent since the tokens were added (ours) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add (fixed costs included) | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (ours, 3 s after the window) | idle window CPU ms per window (the median is subtracted) |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -568,7 +563,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_ROUNDS) {
+  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {

@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 
 const TOKEN = JSON.stringify({ access_token: 'bench-token-value', token_type: 'Bearer', expires_in: 1800 });
 const counts = { token: 0, get: 0, post: 0, firstGetAt: 0 };
+/** GETs by the token's first letter: the side-by-side watch contenders each poll tokens of their own letter */
+let getsBy: Record<string, number> = {};
 let meter = 12_000;
 let latencyMs = 0;
 
@@ -49,7 +51,9 @@ const server = http.createServer((req, res) => {
     }
     if (path === '/poi/v1/charging-sessions' && req.method === 'GET') {
       if (counts.get++ === 0) counts.firstGetAt = Date.now();
-      const body = record(new URLSearchParams(query).get('token') ?? '');
+      const token = new URLSearchParams(query).get('token') ?? '';
+      getsBy[token[0]] = (getsBy[token[0]] ?? 0) + 1;
+      const body = record(token);
       later(() => {
         res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
         res.end(body);
@@ -74,8 +78,10 @@ server.listen(0, '127.0.0.1', () => {
 });
 process.on('message', (m: { cmd: string; ms?: number }) => {
   if (m.cmd === 'counts') process.send?.({ counts });
+  if (m.cmd === 'getsBy') process.send?.({ getsBy });
   if (m.cmd === 'reset') {
     counts.token = counts.get = counts.post = counts.firstGetAt = 0;
+    getsBy = {};
     process.send?.({ reset: true });
   }
   if (m.cmd === 'latency') {

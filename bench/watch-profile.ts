@@ -155,6 +155,17 @@ async function main(): Promise<void> {
     return async () => node.receive({ topic: 'unwatch', payload: '*' });
   };
 
+  // WATCH_WARMUP=s: before the rounds, each kind polls for s seconds once (the JIT warmed as in a long-running install).
+  const warmup = Number(process.env.WATCH_WARMUP ?? 0);
+  if (warmup > 0) {
+    for (const kind of kinds) {
+      const stop = await begin(kind);
+      await new Promise((r) => setTimeout(r, warmup * 1000));
+      await stop();
+      await new Promise((res) => setTimeout(res, 500));
+      console.log(`  warmed ${kind} for ${warmup} s`);
+    }
+  }
   // WATCH_CONSEC=k: each contender is measured in k windows in a row without stopping (the first after the settle), to see warm-up.
   const consecutive = Math.max(1, Number(process.env.WATCH_CONSEC ?? 1));
   const results: Record<string, number[]> = {};

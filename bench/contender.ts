@@ -1,0 +1,103 @@
+/**
+ * One contender of the side-by-side watch measurement (`npm run bench -- --watch`),
+ * in a process of its own: a real Node-RED with the watch flow deployed, polling
+ * the parent's bench server when told to, and measuring its own CPU over windows
+ * the parent opens and closes for every contender at the same moment.
+ *
+ * Why processes side by side rather than one contender after another: at 100
+ * tokens a poll costs under a millisecond of CPU, and this shared machine's speed
+ * drifts by more than our whole difference within minutes (bare axios measured
+ * 690 and 1 287 µs per poll in two windows five minutes apart). Contenders
+ * measured over the same seconds meet the same drift. Two processes running the
+ * same bare axios side by side (the parent's A/A column) agreed within 2.5 % per
+ * window where one after another they spread 0.87-1.47.
+ *
+ *   fork('contender.js', { execArgv: ['--expose-gc'] }), then IPC: {id, cmd, ...} -> {id, ...}
+ */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { barePolling } from './floor';
+import { EmbeddedNodeRed } from './runtime';
+
+export type ContenderKind = 'mem' | 'file' | 'bare';
+
+export type ContenderCommand =
+  | { cmd: 'init'; base: string; intervalSec: number }
+  | { cmd: 'start'; kind: ContenderKind; n: number; prefix: string }
+  | { cmd: 'begin' }
+  | { cmd: 'end' }
+  | { cmd: 'heap' }
+  | { cmd: 'loop'; ms: number }
+  | { cmd: 'stop' }
+  | { cmd: 'exit' };
+
+let red: EmbeddedNodeRed | null = null;
+let base = '';
+let cpu0: NodeJS.CpuUsage | null = null;
+let running: { stop(): Promise<void> } | null = null;
+
+const WATCH_NODE: Record<'mem' | 'file', string> = { mem: 'w-mem', file: 'w-file' };
+
+async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
+  switch (m.cmd) {
+    case 'init': {
+      base = m.base;
+      red = await EmbeddedNodeRed.start({ contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } } });
+      red.onSink(() => undefined);
+      // The same flow in every contender's process, so that each runs beside the same Node-RED heap.
+      await red.deploy([
+        { id: 'tab', type: 'tab', label: 'watch' },
+        { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+        { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: m.intervalSec, wires: [['sink']] },
+        { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: m.intervalSec, contextStore: 'file', wires: [['sink']] },
+        { id: 'sink', type: 'bench-sink', z: 'tab' },
+      ]);
+      return {};
+    }
+    case 'start': {
+      const tokens = Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
+      if (m.kind === 'bare') {
+        const bare = barePolling(base, m.n, 10_000, undefined, m.prefix);
+        running = { stop: async () => bare.stop() };
+      } else {
+        const node = red!.node(WATCH_NODE[m.kind]);
+        node.receive({ topic: 'watch', payload: tokens });
+        running = { stop: async () => node.receive({ topic: 'unwatch', payload: '*' }) };
+      }
+      return {};
+    }
+    case 'begin':
+      cpu0 = process.cpuUsage();
+      return {};
+    case 'end': {
+      const cpu = process.cpuUsage(cpu0 ?? undefined);
+      return { cpuMs: (cpu.user + cpu.system) / 1000 };
+    }
+    case 'heap':
+      global.gc?.();
+      return { heap: process.memoryUsage().heapUsed };
+    case 'loop': {
+      // Outside the CPU windows: its 10 ms timer would wake the process 100 times a second.
+      const loop = monitorEventLoopDelay({ resolution: 10 });
+      loop.enable();
+      await new Promise((r) => setTimeout(r, m.ms));
+      loop.disable();
+      return { p99: loop.percentile(99) / 1e6 };
+    }
+    case 'stop':
+      await running?.stop();
+      running = null;
+      await new Promise((r) => setTimeout(r, 500)); // polls in flight end
+      return {};
+    case 'exit':
+      await red?.stop();
+      setImmediate(() => process.exit(0));
+      return {};
+  }
+}
+
+process.on('message', (m: ContenderCommand & { id: number }) => {
+  handle(m).then(
+    (out) => process.send?.({ id: m.id, ...out }),
+    (err: Error) => process.send?.({ id: m.id, error: err.stack ?? String(err) }),
+  );
+});
