@@ -49,11 +49,12 @@ const WATCH_INTERVAL_MS = 10_000;
  */
 const WATCH_WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS) || (QUICK ? 20_000 : 120_000);
 /**
- * How long contenders poll after a later size starts, before its windows: every
- * token polled three times, its first-poll events sent and its heap grown (at
- * 1 000 tokens CPU per poll fell for 30-40 s after a watch started).
+ * How long contenders poll after each window's start, before the window: every
+ * token polled twice, its first-poll event sent and its heap grown. All four
+ * start together, so what settling remains falls on all of them; what is ours
+ * alone (the first poll's 'started' event, the watch list) counts against us.
  */
-const WATCH_SETTLE_MS = Number(process.env.BENCH_WATCH_SETTLE_MS) || (QUICK ? 10_000 : 3 * WATCH_INTERVAL_MS);
+const WATCH_SETTLE_MS = Number(process.env.BENCH_WATCH_SETTLE_MS) || (QUICK ? 10_000 : 2 * WATCH_INTERVAL_MS);
 
 // ------------------------------------------------------------------ the service (another process)
 let server: ChildProcess;
@@ -398,14 +399,17 @@ async function watchScale(): Promise<string> {
   const procs = await Promise.all(SIDE_BY_SIDE.map(() => Contender.spawn(WATCH_INTERVAL_MS / 1000)));
   const all = (m: ContenderCommand) => Promise.all(procs.map((p) => p.call(m)));
   /** CPU ms of each contender over one window, all opened and closed together, and the polls each made in it */
-  const window = async (seconds: number): Promise<Array<{ cpuMs: number; polls: number }>> => {
+  const window = async (seconds: number): Promise<Array<{ cpuMs: number; polls: Record<string, number> }>> => {
     const g0 = await getsBy();
     await all({ cmd: 'begin' });
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const ends = await all({ cmd: 'end' });
     const g1 = await getsBy();
-    return ends.map((e, i) => ({ cpuMs: e.cpuMs, polls: (g1[SIDE_BY_SIDE[i].prefix] ?? 0) - (g0[SIDE_BY_SIDE[i].prefix] ?? 0) }));
+    const polled = Object.fromEntries(SIDE_BY_SIDE.map((c) => [c.prefix, (g1[c.prefix] ?? 0) - (g0[c.prefix] ?? 0)]));
+    return ends.map((e) => ({ cpuMs: e.cpuMs, polls: polled }));
   };
+  const seatOf = (i: number, w: number) => SIDE_BY_SIDE[(i + w) % SIDE_BY_SIDE.length];
+  const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
   let warm = false;
   for (const n of WATCH_SIZES) {
     const seconds = watchSeconds(n);
@@ -418,27 +422,43 @@ async function watchScale(): Promise<string> {
     for (let q = 0; q < 4; q++) quarters.push(await window(seconds / 4));
     const idle = procs.map((_, i) => ({ cpuMs: 4 * median(quarters.map((w) => w[i].cpuMs)) }));
     const heap0 = await all({ cmd: 'heap' });
-    await Promise.all(SIDE_BY_SIDE.map((c, i) => procs[i].call({ cmd: 'start', kind: c.kind, n, prefix: c.prefix })));
-    await new Promise((r) => setTimeout(r, warm ? WATCH_SETTLE_MS : WATCH_WARMUP_MS));
-    warm = true;
-    const us: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
-    const polls: number[][] = [];
-    for (let w = 0; w < WATCH_WINDOWS; w++) {
-      const got = await window(seconds);
-      SIDE_BY_SIDE.forEach((c, i) => us[c.role].push(((got[i].cpuMs - idle[i].cpuMs) * 1000) / Math.max(1, got[i].polls)));
-      polls.push(got.map((g) => g.polls));
-      console.log(`watch ${n} window ${w + 1}: ${SIDE_BY_SIDE.map((c, i) => `${c.role} ${us[c.role][w].toFixed(0)} µs/poll (${got[i].polls})`).join(', ')}`);
+    if (!warm) {
+      // Every process runs every contender's code for a while before the first window, so that each has it compiled.
+      for (let r = 0; r < SIDE_BY_SIDE.length; r++) {
+        await startAll(n, r);
+        await new Promise((res) => setTimeout(res, WATCH_WARMUP_MS / SIDE_BY_SIDE.length));
+        await all({ cmd: 'stop' });
+      }
+      warm = true;
     }
-    const loop = await procs[0].call({ cmd: 'loop', ms: 3000 });
+    const us: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
+    const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
+    let last = 0;
+    for (let w = 0; w < WATCH_WINDOWS; w++) {
+      // A new seat for every contender in every window (process i runs contender (i + w) mod 4), so that
+      // neither a process's place in the machine's schedule nor its timers' phase stays with one contender.
+      if (w > 0) await all({ cmd: 'stop' });
+      await startAll(n, w);
+      last = w;
+      await new Promise((r) => setTimeout(r, WATCH_SETTLE_MS));
+      const got = await window(seconds);
+      procs.forEach((_, i) => {
+        const c = seatOf(i, w);
+        us[c.role].push(((got[i].cpuMs - idle[i].cpuMs) * 1000) / Math.max(1, got[i].polls[c.prefix]));
+        polls[c.role].push(got[i].polls[c.prefix]);
+      });
+      console.log(`watch ${n} window ${w + 1}: ${SIDE_BY_SIDE.map((c) => `${c.role} ${us[c.role][w].toFixed(0)} µs/poll (${polls[c.role][w]}, process ${procs.findIndex((_, i) => seatOf(i, w) === c)})`).join(', ')}`);
+    }
+    const loop = await procs[procs.findIndex((_, i) => seatOf(i, last).role === 'mem')].call({ cmd: 'loop', ms: 3000 });
     const heap1 = await all({ cmd: 'heap' });
     await all({ cmd: 'stop' });
     const heap2 = await all({ cmd: 'heap' });
     const ratio = (a: Role) => us[a].map((x, w) => x / us.bare[w]);
     /** KiB per session freed by unwatching; from before the add (fixed costs included); KiB held after unwatching */
     const heapOf = (i: number) => ({ freed: (heap1[i].heap - heap2[i].heap) / 1024 / n, all: (heap1[i].heap - heap0[i].heap) / 1024 / n, held: (heap2[i].heap - heap0[i].heap) / 1024 });
-    const hm = heapOf(0);
-    const hf = heapOf(1);
-    const pollsCell = SIDE_BY_SIDE.map((c, i) => `${c.role} ${median(polls.map((p) => p[i]))}`).join(', ');
+    const hm = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'mem'));
+    const hf = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'file'));
+    const pollsCell = SIDE_BY_SIDE.map((c) => `${c.role} ${median(polls[c.role])}`).join(', ');
     rows.push(
       `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio('mem'))} | ${spread(ratio('file'))} | ${spread(ratio('bareB'))} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.cpuMs.toFixed(0)).join(' / ')} |`,
     );
