@@ -197,9 +197,12 @@ export function formatEnergy(kwh: number | null): string {
   return kwh >= 100 ? `${kwh.toFixed(0)} kWh` : `${kwh.toFixed(1)} kWh`;
 }
 
+/** HH:MM:SS local time. Not toTimeString(): that also formats the zone's name, on every badge a watch node shows (#19). */
 function clock(now: Date): string {
-  return now.toTimeString().slice(0, 8);
+  return `${two(now.getHours())}:${two(now.getMinutes())}:${two(now.getSeconds())}`;
 }
+
+const two = (n: number): string => (n < 10 ? `0${n}` : String(n));
 
 /** One node's badge, coalesced. */
 export class StatusBoard {

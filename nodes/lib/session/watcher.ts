@@ -393,7 +393,9 @@ export class SessionWatcher {
     entry.seen = true;
     entry.transactionId = info.transactionId;
     entry.meterEnd = info.meterEnd;
-    entry.last = session;
+    // A copy of our own: the event's object goes into a flow, where a function node may edit msg.session in
+    // place, and what this entry keeps decides the next event, the state saved for restarts and what ended carries.
+    entry.last = { ...session };
     if (kind) events.push({ token, event: kind, record, session });
     return events;
   }

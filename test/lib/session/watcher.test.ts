@@ -78,6 +78,35 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       assert.deepEqual(errors, ['HTTP']);
     });
 
+    it('a listener that changes the session it was given (a function node editing msg.session) changes neither the saved state nor what ended carries', async () => {
+      const events: WatchEvent[] = [];
+      const states: Array<SavedState | undefined> = [];
+      const queue: Array<ProgressRecord | null> = [record(1000, '2026-11-22T10:00:02'), record(1500, '2026-11-22T10:00:12')];
+      const w = new SessionWatcher(async () => queue.shift() ?? null, { intervalMs: 1_000, onState: (_t, s) => states.push(s) }, (e) => {
+        events.push(e);
+        if (e.session && e.event !== 'ended') {
+          e.session.meterEnd = -1;
+          e.session.energyKWh = 999;
+          e.session.transactionId = 'edited';
+        }
+      }, () => undefined);
+      w.watch(['T']);
+      await clock.tickAsync(4_010);
+      w.close();
+      assert.deepEqual(
+        events.map((e) => e.event),
+        ['started', 'updated', 'ended'],
+      );
+      const ended = events[2].session;
+      assert.equal(ended?.meterEnd, 1500, 'ended carries the values polled, not the listener\'s edits');
+      assert.equal(ended?.energyKWh, 0.5);
+      assert.equal(ended?.transactionId, 'TX-1');
+      assert.deepEqual(
+        states.map((s) => (s ? `${s.meterEnd}:${s.session?.meterEnd}:${s.session?.transactionId}` : 'none')),
+        ['1000:1000:TX-1', '1500:1500:TX-1', 'none'],
+      );
+    });
+
     it('a new transaction for the same token between polls is ended + started', async () => {
       const events = await eventsFor([record(1000, '2026-11-22T10:00:02', 'TX-1'), record(1000, '2026-11-22T11:00:02', 'TX-2')]);
       assert.deepEqual(
