@@ -453,14 +453,35 @@ async function watchScale(): Promise<string> {
     const heap1 = await all({ cmd: 'heap' });
     await all({ cmd: 'stop' });
     const heap2 = await all({ cmd: 'heap' });
-    const ratio = (a: Role) => us[a].map((x, w) => x / us.bare[w]);
+    /**
+     * CPU per poll of a contender over windows [from, to): its CPU (idle subtracted) over its polls, in all.
+     * Over whole rotations every contender sat in every process for as long, so what a process's seat
+     * adds or saves falls on all of them alike; a per-window ratio keeps it (bareB/bare spread 0.65-1.07).
+     */
+    const perPoll = (roles: Role[], from = 0, to = WATCH_WINDOWS) => {
+      let cpu = 0;
+      let count = 0;
+      for (const r of roles) for (let w = from; w < to; w++) {
+        cpu += us[r][w] * polls[r][w];
+        count += polls[r][w];
+      }
+      return cpu / Math.max(1, count);
+    };
+    const ROTATION = SIDE_BY_SIDE.length;
+    const rotations = Math.max(1, Math.floor(WATCH_WINDOWS / ROTATION));
+    /** ours over the floor (both bare contenders, pooled), in all, and [min-max] over whole rotations */
+    const ratio = (a: Role, floor: Role[] = ['bare', 'bareB']) => {
+      const all = perPoll([a]) / perPoll(floor);
+      const each = Array.from({ length: rotations }, (_, k) => perPoll([a], k * ROTATION, (k + 1) * ROTATION) / perPoll(floor, k * ROTATION, (k + 1) * ROTATION));
+      return `${all.toFixed(2)} [${Math.min(...each).toFixed(2)}–${Math.max(...each).toFixed(2)}]`;
+    };
     /** KiB per session freed by unwatching; from before the add (fixed costs included); KiB held after unwatching */
     const heapOf = (i: number) => ({ freed: (heap1[i].heap - heap2[i].heap) / 1024 / n, all: (heap1[i].heap - heap0[i].heap) / 1024 / n, held: (heap2[i].heap - heap0[i].heap) / 1024 });
     const hm = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'mem'));
     const hf = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'file'));
     const pollsCell = SIDE_BY_SIDE.map((c) => `${c.role} ${median(polls[c.role])}`).join(', ');
     rows.push(
-      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${spread(us.mem, 0)} | ${spread(us.file, 0)} | ${spread(us.bare, 0)} | ${spread(ratio('mem'))} | ${spread(ratio('file'))} | ${spread(ratio('bareB'))} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.cpuMs.toFixed(0)).join(' / ')} |`,
+      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.cpuMs.toFixed(0)).join(' / ')} |`,
     );
     console.log(rows.at(-1));
   }
@@ -468,9 +489,9 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval, side by side; the meter advances on every poll, so every poll emits an event`,
     '',
-    `Four processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), and a second bare axios (bareB). Each polls tokens of its own, counted by the server. Every window is opened and closed for all four together and each measures its own CPU (process.cpuUsage, all its threads, GC included), so a ratio compares the same seconds of this shared machine; bareB / bare is the method's own noise (the same code in two processes). They first poll for ${WATCH_WARMUP_MS / 1000} s at the first size (an install watches for months: its code is compiled and its caches warm) and ${WATCH_SETTLE_MS / 1000} s after each later start, then ${WATCH_WINDOWS} windows in a row without a forced GC. CPU per poll has the process's own idle CPU subtracted (four times the median of four idle quarter windows); ratios are within a window; median [min–max] over the windows. Heap per session: after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
+    `Four processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), and a second bare axios (bareB). Each polls tokens of its own, counted by the server. Every window is opened and closed for all four together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + w) mod 4), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / 4000} s (an install watches for months: its code is compiled). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / 4)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
     '',
-    '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB |',
+    '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll (both) | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
