@@ -16,7 +16,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { barePolling } from './floor';
-import { EmbeddedNodeRed } from './runtime';
+import { EmbeddedNodeRed, watchFlow } from './runtime';
 
 export type ContenderKind = 'mem' | 'file' | 'bare';
 
@@ -44,13 +44,7 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
       red = await EmbeddedNodeRed.start({ contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } } });
       red.onSink(() => undefined);
       // The same flow in every contender's process, so that each runs beside the same Node-RED heap.
-      await red.deploy([
-        { id: 'tab', type: 'tab', label: 'watch' },
-        { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
-        { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: m.intervalSec, wires: [['sink']] },
-        { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: m.intervalSec, contextStore: 'file', wires: [['sink']] },
-        { id: 'sink', type: 'bench-sink', z: 'tab' },
-      ]);
+      await red.deploy(watchFlow(base, m.intervalSec));
       return {};
     }
     case 'start': {

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import axios from 'axios';
 import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
-import { EmbeddedNodeRed, FlowNode } from './runtime';
+import { EmbeddedNodeRed, FlowNode, watchFlow } from './runtime';
 import { a0Client, Drive } from './floor';
 import type { ContenderCommand } from './contender';
 
@@ -34,7 +34,7 @@ const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZE
  * one GC in a window weighs)
  */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : n <= 1000 ? 20 : 10);
-/** side-by-side windows per size, in a row: one window's ratio still spreads ±5 % (a GC falls in one process's window and not the other's) */
+/** side-by-side windows per size: two whole rotations of the four contenders over the four processes */
 const WATCH_WINDOWS = Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : 8);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
@@ -43,9 +43,9 @@ const WATCH_INTERVAL_MS = 10_000;
  * watches for months, and its code is compiled by then. After `watch`, CPU per
  * poll kept falling for minutes at 100 tokens (bench/watch-profile.ts
  * WATCH_CONSEC, 2026-11-24: ours 1 064, 957, 871, 842, 885, 701 µs/poll in six
- * 40 s windows, bare 726 ... 599), ours, with more code to compile, for longer;
- * side by side after a 120 s warm-up the ratio no longer drifted over eight
- * further windows (1.18, 1.16, 1.17, 1.12, 1.23, 1.17, 1.11, 1.19).
+ * 40 s windows, bare 726 ... 599), ours, with more code to compile, for longer.
+ * Split over the four contenders, so that every process has compiled every one;
+ * in the run at eb05e89 the first rotation still ran higher than the second.
  */
 const WATCH_WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS) || (QUICK ? 20_000 : 120_000);
 /**
@@ -332,17 +332,6 @@ async function singleFlight(): Promise<string> {
 }
 
 
-/** The watch flow: one watch node per context store, both idle until tokens are sent to them. */
-async function deployWatchFlow(intervalSec: number): Promise<void> {
-  await red.deploy([
-    { id: 'tab', type: 'tab', label: 'watch' },
-    { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
-    { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, wires: [['sink']] },
-    { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, contextStore: 'file', wires: [['sink']] },
-    { id: 'sink', type: 'bench-sink', z: 'tab' },
-  ]);
-}
-
 /** A contender process (bench/contender.ts) and its IPC calls. */
 class Contender {
   private next = 0;
@@ -399,14 +388,13 @@ async function watchScale(): Promise<string> {
   const procs = await Promise.all(SIDE_BY_SIDE.map(() => Contender.spawn(WATCH_INTERVAL_MS / 1000)));
   const all = (m: ContenderCommand) => Promise.all(procs.map((p) => p.call(m)));
   /** CPU ms of each contender over one window, all opened and closed together, and the polls each made in it */
-  const window = async (seconds: number): Promise<Array<{ cpuMs: number; polls: Record<string, number> }>> => {
+  const window = async (seconds: number): Promise<{ cpuMs: number[]; polls: Record<string, number> }> => {
     const g0 = await getsBy();
     await all({ cmd: 'begin' });
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const ends = await all({ cmd: 'end' });
     const g1 = await getsBy();
-    const polled = Object.fromEntries(SIDE_BY_SIDE.map((c) => [c.prefix, (g1[c.prefix] ?? 0) - (g0[c.prefix] ?? 0)]));
-    return ends.map((e) => ({ cpuMs: e.cpuMs, polls: polled }));
+    return { cpuMs: ends.map((e) => e.cpuMs), polls: Object.fromEntries(SIDE_BY_SIDE.map((c) => [c.prefix, (g1[c.prefix] ?? 0) - (g0[c.prefix] ?? 0)])) };
   };
   const seatOf = (i: number, w: number) => SIDE_BY_SIDE[(i + w) % SIDE_BY_SIDE.length];
   const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
@@ -418,9 +406,9 @@ async function watchScale(): Promise<string> {
     // allocation stops (~130 ms of CPU 25 s after start-up, seen in one quarter): that is not what idle costs.
     await all({ cmd: 'heap' });
     await new Promise((r) => setTimeout(r, WATCH_INTERVAL_MS));
-    const quarters: Array<Array<{ cpuMs: number }>> = [];
-    for (let q = 0; q < 4; q++) quarters.push(await window(seconds / 4));
-    const idle = procs.map((_, i) => ({ cpuMs: 4 * median(quarters.map((w) => w[i].cpuMs)) }));
+    const quarters: number[][] = [];
+    for (let q = 0; q < 4; q++) quarters.push((await window(seconds / 4)).cpuMs);
+    const idle = procs.map((_, i) => 4 * median(quarters.map((w) => w[i])));
     const heap0 = await all({ cmd: 'heap' });
     if (!warm) {
       // Every process runs every contender's code for a while before the first window, so that each has it compiled.
@@ -431,7 +419,8 @@ async function watchScale(): Promise<string> {
       }
       warm = true;
     }
-    const us: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
+    /** CPU ms (idle subtracted) and polls of each contender in each window */
+    const cpu: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
     const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
     let last = 0;
     for (let w = 0; w < WATCH_WINDOWS; w++) {
@@ -444,10 +433,10 @@ async function watchScale(): Promise<string> {
       const got = await window(seconds);
       procs.forEach((_, i) => {
         const c = seatOf(i, w);
-        us[c.role].push(((got[i].cpuMs - idle[i].cpuMs) * 1000) / Math.max(1, got[i].polls[c.prefix]));
-        polls[c.role].push(got[i].polls[c.prefix]);
+        cpu[c.role].push(got.cpuMs[i] - idle[i]);
+        polls[c.role].push(got.polls[c.prefix]);
       });
-      console.log(`watch ${n} window ${w + 1}: ${SIDE_BY_SIDE.map((c) => `${c.role} ${us[c.role][w].toFixed(0)} µs/poll (${polls[c.role][w]}, process ${procs.findIndex((_, i) => seatOf(i, w) === c)})`).join(', ')}`);
+      console.log(`watch ${n} window ${w + 1}: ${SIDE_BY_SIDE.map((c) => `${c.role} ${((cpu[c.role][w] * 1000) / Math.max(1, polls[c.role][w])).toFixed(0)} µs/poll (${polls[c.role][w]}, process ${procs.findIndex((_, i) => seatOf(i, w) === c)})`).join(', ')}`);
     }
     const loop = await procs[procs.findIndex((_, i) => seatOf(i, last).role === 'mem')].call({ cmd: 'loop', ms: 3000 });
     const heap1 = await all({ cmd: 'heap' });
@@ -459,21 +448,22 @@ async function watchScale(): Promise<string> {
      * adds or saves falls on all of them alike; a per-window ratio keeps it (bareB/bare spread 0.65-1.07).
      */
     const perPoll = (roles: Role[], from = 0, to = WATCH_WINDOWS) => {
-      let cpu = 0;
+      let ms = 0;
       let count = 0;
       for (const r of roles) for (let w = from; w < to; w++) {
-        cpu += us[r][w] * polls[r][w];
+        ms += cpu[r][w];
         count += polls[r][w];
       }
-      return cpu / Math.max(1, count);
+      return (ms * 1000) / Math.max(1, count);
     };
     const ROTATION = SIDE_BY_SIDE.length;
-    const rotations = Math.max(1, Math.floor(WATCH_WINDOWS / ROTATION));
+    const rotations = Math.floor(WATCH_WINDOWS / ROTATION);
     /** ours over the floor (both bare contenders, pooled), in all, and [min-max] over whole rotations */
     const ratio = (a: Role, floor: Role[] = ['bare', 'bareB']) => {
       const all = perPoll([a]) / perPoll(floor);
       const each = Array.from({ length: rotations }, (_, k) => perPoll([a], k * ROTATION, (k + 1) * ROTATION) / perPoll(floor, k * ROTATION, (k + 1) * ROTATION));
-      return `${all.toFixed(2)} [${Math.min(...each).toFixed(2)}–${Math.max(...each).toFixed(2)}]`;
+      // --quick has fewer windows than one rotation: no range to give.
+      return each.length === 0 ? all.toFixed(2) : `${all.toFixed(2)} [${Math.min(...each).toFixed(2)}–${Math.max(...each).toFixed(2)}]`;
     };
     /** KiB per session freed by unwatching; from before the add (fixed costs included); KiB held after unwatching */
     const heapOf = (i: number) => ({ freed: (heap1[i].heap - heap2[i].heap) / 1024 / n, all: (heap1[i].heap - heap0[i].heap) / 1024 / n, held: (heap2[i].heap - heap0[i].heap) / 1024 });
@@ -481,7 +471,7 @@ async function watchScale(): Promise<string> {
     const hf = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'file'));
     const pollsCell = SIDE_BY_SIDE.map((c) => `${c.role} ${median(polls[c.role])}`).join(', ');
     rows.push(
-      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.cpuMs.toFixed(0)).join(' / ')} |`,
+      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.toFixed(0)).join(' / ')} |`,
     );
     console.log(rows.at(-1));
   }
@@ -504,7 +494,7 @@ async function watchScale(): Promise<string> {
  */
 async function watchAdds(): Promise<string> {
   const rows: string[] = [];
-  await deployWatchFlow(86_400);
+  await red.deploy(watchFlow(base, 86_400));
   red.onSink(() => undefined);
   for (const n of ADD_SIZES) {
     const cells: string[] = [];

@@ -33,6 +33,17 @@ interface WsClient {
 export type AnyNode = Node & { receive(msg: unknown): void };
 export type FlowNode = Record<string, unknown> & { id: string; type: string };
 
+/** The watch benchmark's flow: one watch node per context store (w-mem, w-file), idle until tokens are sent to them, into a sink. */
+export function watchFlow(base: string, intervalSec: number): FlowNode[] {
+  return [
+    { id: 'tab', type: 'tab', label: 'watch' },
+    { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+    { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, wires: [['sink']] },
+    { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, contextStore: 'file', wires: [['sink']] },
+    { id: 'sink', type: 'bench-sink', z: 'tab' },
+  ];
+}
+
 const ROOT = path.join(__dirname, '..', '..');
 const PKG = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { name: string };
 
