@@ -15,10 +15,11 @@
  *   fork('contender.js', { execArgv: ['--expose-gc'] }), then IPC: {id, cmd, ...} -> {id, ...}
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { barePolling } from './floor';
+import { a0Client, barePolling } from './floor';
+import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, watchFlow } from './runtime';
 
-export type ContenderKind = 'mem' | 'file' | 'bare';
+export type ContenderKind = 'mem' | 'file' | 'bare' | 'nodered';
 
 export type ContenderCommand =
   | { cmd: 'init'; base: string; intervalSec: number }
@@ -52,6 +53,17 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
       if (m.kind === 'bare') {
         const bare = barePolling(base, m.n, 10_000, undefined, m.prefix);
         running = { stop: async () => bare.stop() };
+      } else if (m.kind === 'nodered') {
+        // Bare axios, and each record passed on as one Node-RED message from a minimal node to the same sink.
+        const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT, m.prefix);
+        const floor = red!.node('floor');
+        const bare = barePolling(base, m.n, 10_000, (i) => a0.query(`${m.prefix}${i}`).then((record) => floor.send({ topic: `${m.prefix}${i}`, payload: record })), m.prefix);
+        running = {
+          stop: async () => {
+            bare.stop();
+            a0.close();
+          },
+        };
       } else {
         const node = red!.node(WATCH_NODE[m.kind]);
         node.receive({ topic: 'watch', payload: tokens });

@@ -26,7 +26,7 @@ const QUICK = process.argv.includes('--quick');
 const WATCH_ONLY = process.argv.includes('--watch');
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
-/** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_WINDOWS=8, BENCH_WATCH_WARMUP_MS and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
+/** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_WINDOWS=8, BENCH_WATCH_WARMUP_MS, BENCH_WATCH_WARMUP_TOKENS and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /**
  * seconds per measured window: longer for few tokens, whose polls are few (at
@@ -34,8 +34,8 @@ const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZE
  * one GC in a window weighs)
  */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : n <= 1000 ? 20 : 10);
-/** side-by-side windows per size: two whole rotations of the four contenders over the four processes */
-const WATCH_WINDOWS = Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : 8);
+/** side-by-side windows per size: two whole rotations of the five contenders over the five processes */
+const WATCH_WINDOWS = Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : 10);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 /**
@@ -44,10 +44,20 @@ const WATCH_INTERVAL_MS = 10_000;
  * poll kept falling for minutes at 100 tokens (bench/watch-profile.ts
  * WATCH_CONSEC, 2026-11-24: ours 1 064, 957, 871, 842, 885, 701 µs/poll in six
  * 40 s windows, bare 726 ... 599), ours, with more code to compile, for longer.
- * Split over the four contenders, so that every process has compiled every one;
+ * Split over the contenders, so that every process has compiled every one;
  * in the run at eb05e89 the first rotation still ran higher than the second.
  */
-const WATCH_WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS) || (QUICK ? 20_000 : 120_000);
+const WATCH_WARMUP_MS = Number(process.env.BENCH_WATCH_WARMUP_MS) || (QUICK ? 20_000 : 150_000);
+/**
+ * Tokens each contender polls during the warm-up (at least the first size's):
+ * what compiles code is calls, and at 100 tokens the warm-up held 300 polls per
+ * contender per process, after which V8 was still optimising our functions
+ * (node --trace-opt, 2026-11-24: 'completed optimizing' lines in the fourth
+ * 20 s window of one watch, ours 678, 504, 488, 395 µs/poll in four windows in a
+ * row). At 2 000 tokens it holds 6 000: what an install at 100 tokens has
+ * polled ten minutes after a deploy.
+ */
+const WATCH_WARMUP_TOKENS = Number(process.env.BENCH_WATCH_WARMUP_TOKENS) || 2_000;
 /**
  * How long contenders poll after each window's start, before the window: every
  * token polled twice, its first-poll event sent and its heap grown. All four
@@ -364,12 +374,17 @@ class Contender {
   }
 }
 
-/** The side-by-side contenders: our watch node with each store, bare axios, and bare axios again (the A/A check of the method itself). */
+/**
+ * The side-by-side contenders: our watch node with each store, bare axios, bare axios again (the A/A check of
+ * the method itself), and bare axios whose every record leaves a minimal node as one Node-RED message (what
+ * Node-RED's own message passing costs any node that emits an event per poll; shown beside, not the floor).
+ */
 const SIDE_BY_SIDE = [
   { role: 'mem', kind: 'mem', prefix: 'M' },
   { role: 'file', kind: 'file', prefix: 'F' },
   { role: 'bare', kind: 'bare', prefix: 'B' },
   { role: 'bareB', kind: 'bare', prefix: 'C' },
+  { role: 'nodered', kind: 'nodered', prefix: 'N' },
 ] as const;
 type Role = (typeof SIDE_BY_SIDE)[number]['role'];
 
@@ -413,18 +428,18 @@ async function watchScale(): Promise<string> {
     if (!warm) {
       // Every process runs every contender's code for a while before the first window, so that each has it compiled.
       for (let r = 0; r < SIDE_BY_SIDE.length; r++) {
-        await startAll(n, r);
+        await startAll(Math.max(n, WATCH_WARMUP_TOKENS), r);
         await new Promise((res) => setTimeout(res, WATCH_WARMUP_MS / SIDE_BY_SIDE.length));
         await all({ cmd: 'stop' });
       }
       warm = true;
     }
     /** CPU ms (idle subtracted) and polls of each contender in each window */
-    const cpu: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
-    const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [] };
+    const cpu: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [], nodered: [] };
+    const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [], nodered: [] };
     let last = 0;
     for (let w = 0; w < WATCH_WINDOWS; w++) {
-      // A new seat for every contender in every window (process i runs contender (i + w) mod 4), so that
+      // A new seat for every contender in every window (process i runs contender (i + w) mod 5), so that
       // neither a process's place in the machine's schedule nor its timers' phase stays with one contender.
       if (w > 0) await all({ cmd: 'stop' });
       await startAll(n, w);
@@ -471,7 +486,7 @@ async function watchScale(): Promise<string> {
     const hf = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'file'));
     const pollsCell = SIDE_BY_SIDE.map((c) => `${c.role} ${median(polls[c.role])}`).join(', ');
     rows.push(
-      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.toFixed(0)).join(' / ')} |`,
+      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${perPoll(['nodered']).toFixed(0)} | ${ratio('nodered')} | ${ratio('mem', ['nodered'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.toFixed(0)).join(' / ')} |`,
     );
     console.log(rows.at(-1));
   }
@@ -479,10 +494,10 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval, side by side; the meter advances on every poll, so every poll emits an event`,
     '',
-    `Four processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), and a second bare axios (bareB). Each polls tokens of its own, counted by the server. Every window is opened and closed for all four together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + w) mod 4), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / 4000} s (an install watches for months: its code is compiled). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / 4)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
+    `Five processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), a second bare axios (bareB), and bare axios again with each record sent on as one Node-RED message from a minimal node to the same sink (nodered: what Node-RED's own message passing costs any node that emits one event per poll; beside the floor, not in it). Each polls tokens of its own, counted by the server. Every window is opened and closed for all five together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + w) mod 5), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / SIDE_BY_SIDE.length / 1000} s at ${Math.max(WATCH_SIZES[0], WATCH_WARMUP_TOKENS)} tokens (an install watches for months: its code is compiled; what compiles it is calls, and at 100 tokens a warm-up at 100 tokens left V8 still optimising in the windows). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / SIDE_BY_SIDE.length)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
     '',
-    '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll (both) | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll (both) | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | nodered µs/poll | nodered/bare | ours (memory)/nodered | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB / nodered |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }
@@ -594,7 +609,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS) {
+  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {

@@ -40,6 +40,8 @@ export function watchFlow(base: string, intervalSec: number): FlowNode[] {
     { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
     { id: 'w-mem', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, wires: [['sink']] },
     { id: 'w-file', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', interval: intervalSec, contextStore: 'file', wires: [['sink']] },
+    // The 'nodered' contender: bare axios, each record sent on from this minimal node (what any node that emits one message per poll pays).
+    { id: 'floor', type: 'bench-minimal', z: 'tab', wires: [['sink']] },
     { id: 'sink', type: 'bench-sink', z: 'tab' },
   ];
 }

@@ -12,7 +12,7 @@
  * Node-RED) and watcher (SessionWatcher over a ServiceClient, events dropped). With
  * WATCH_PROFILE=prefix each measured window is also profiled (V8 sampling
  * profiler, in this process) to prefix-<kind>-<round>.cpuprofile (with
- * WATCH_HEAP=1 an allocation profile, .heapprofile, instead). Each window also
+ * WATCH_HEAP=1 an allocation profile, .heapprofile, instead; WATCH_PROFILE_US sets the CPU sampling interval, default 200 µs). Each window also
  * prints the main thread's wake-ups (voluntary context switches) per poll; with
  * WATCH_NOGC=1 a window starts without the forced GC.
  */
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
     session.connect();
     await post('Profiler.enable');
     await post('HeapProfiler.enable');
-    await post('Profiler.setSamplingInterval', { interval: 200 });
+    await post('Profiler.setSamplingInterval', { interval: Number(process.env.WATCH_PROFILE_US ?? 200) });
   }
   /** CPU ms and polls over one window of `seconds`, after a GC and a settle (default one whole interval, WATCH_SETTLE_MS: every token polled once first). */
   const window = async (label: string, polls: () => number | Promise<number>, settleMs = Number(process.env.WATCH_SETTLE_MS ?? INTERVAL_MS)): Promise<{ cpuMs: number; polls: number }> => {
