@@ -48,7 +48,10 @@ export interface WatcherOptions {
   /**
    * Called after a poll changed what the next event is decided from (a session
    * appeared, started, its meter moved, it ended): the caller keeps it across
-   * restarts (see SavedState). Not called for polls that changed nothing.
+   * restarts (see SavedState). Not called for polls that changed nothing. The
+   * state is the watcher's own object for that token, updated in place by later
+   * polls (and handed over again when they change it): a caller that keeps it
+   * by reference sees the latest values; one that needs this moment's copies it.
    */
   onState?: (token: string, state: SavedState | undefined) => void;
   /**
@@ -78,7 +81,12 @@ interface Entry {
   seen: boolean;
   transactionId: string | null;
   meterEnd: number | null;
+  /** the last values seen; once `lastOwn`, an object of the entry's own, updated in place (see keep) */
   last: WatchedSession | null;
+  /** `last` is the entry's own object (not one loaded from a saved state) */
+  lastOwn: boolean;
+  /** the state last handed to onState, updated in place (see save); null when no session is seen */
+  state: SavedState | null;
   /** meter readings for the power estimate, flat: [at, kWh, at, kWh, …], oldest first (see power) */
   samples: number[] | null;
   lastError: string | null;
@@ -129,6 +137,8 @@ export class SessionWatcher {
   private freshHead = 0;
   private budget = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** the delay `timer` was armed with: a tick re-arms the same Timeout (refresh) while it stays the same */
+  private timerMs = -1;
   private lastTick = 0;
   private closed = false;
   private readonly now: () => number;
@@ -158,7 +168,19 @@ export class SessionWatcher {
     let added = 0;
     for (const token of tokens) {
       if (this.entries.has(token)) continue;
-      const entry: Entry = { token, inFlight: false, seen: false, transactionId: null, meterEnd: null, last: null, samples: null, lastError: null, created: { text: null, ms: NaN } };
+      const entry: Entry = {
+        token,
+        inFlight: false,
+        seen: false,
+        transactionId: null,
+        meterEnd: null,
+        last: null,
+        lastOwn: false,
+        state: null,
+        samples: null,
+        lastError: null,
+        created: { text: null, ms: NaN },
+      };
       const state = saved?.(token);
       if (state) {
         entry.seen = true;
@@ -244,7 +266,17 @@ export class SessionWatcher {
   private schedule(): void {
     if (this.timer || this.closed || this.entries.size === 0) return;
     this.lastTick = this.now();
-    this.timer = setTimeout(() => this.tick(), 0);
+    this.arm(null, 0);
+  }
+
+  /** Arms the tick timer: `fired` again when the delay is the one it had (no new Timeout per tick), else a new one. */
+  private arm(fired: NodeJS.Timeout | null, ms: number): void {
+    if (fired !== null && ms === this.timerMs && typeof fired.refresh === 'function') {
+      this.timer = fired.refresh();
+      return;
+    }
+    this.timerMs = ms;
+    this.timer = setTimeout(() => this.tick(), ms);
     this.timer.unref?.();
   }
 
@@ -254,6 +286,7 @@ export class SessionWatcher {
   }
 
   private tick(): void {
+    const fired = this.timer;
     this.timer = null;
     if (this.closed || this.entries.size === 0) return;
     const now = this.now();
@@ -276,8 +309,7 @@ export class SessionWatcher {
       this.queue.push(entry);
       if (!entry.inFlight) this.pollOne(entry);
     }
-    this.timer = setTimeout(() => this.tick(), watchTickMs(intervalMs, this.entries.size, this.options.maxTickMs));
-    this.timer.unref?.();
+    this.arm(fired, watchTickMs(intervalMs, this.entries.size, this.options.maxTickMs));
     const onTick = this.options.onTick;
     if (onTick) {
       try {
@@ -341,11 +373,23 @@ export class SessionWatcher {
     }
   }
 
-  /** Hands the state that decides the next event to the caller, to keep across restarts. */
+  /**
+   * Hands the state that decides the next event to the caller, to keep across
+   * restarts: the entry's own object, updated in place from then on (see
+   * WatcherOptions.onState), not a new one per change.
+   */
   private save(entry: Entry): void {
     const save = this.options.onState;
     if (!save) return;
-    const state = entry.seen ? { transactionId: entry.transactionId, meterEnd: entry.meterEnd, session: entry.last } : undefined;
+    let state: SavedState | undefined;
+    if (entry.seen) {
+      state = entry.state ??= { transactionId: null, meterEnd: null, session: null };
+      state.transactionId = entry.transactionId;
+      state.meterEnd = entry.meterEnd;
+      state.session = entry.last;
+    } else {
+      entry.state = null;
+    }
     try {
       save(entry.token, state);
     } catch (err) {
@@ -393,11 +437,33 @@ export class SessionWatcher {
     entry.seen = true;
     entry.transactionId = info.transactionId;
     entry.meterEnd = info.meterEnd;
-    // A copy of our own: the event's object goes into a flow, where a function node may edit msg.session in
-    // place, and what this entry keeps decides the next event, the state saved for restarts and what ended carries.
-    entry.last = { ...session };
+    this.keep(entry, session);
     if (kind) events.push({ token, event: kind, record, session });
     return events;
+  }
+
+  /**
+   * Keeps the session's values in the entry's own object. A copy: the event's
+   * object goes into a flow, where a function node may edit msg.session in
+   * place, and what the entry keeps decides the next event, the state saved for
+   * restarts and what ended carries. Updated in place rather than copied anew,
+   * and a field whose value did not change keeps the value already held: a new
+   * object per poll, kept for a whole interval, outlived V8's young generation
+   * and was copied into the old one on every poll; at 100 tokens garbage
+   * collection was the largest part of what a poll cost us over bare axios (#19).
+   */
+  private keep(entry: Entry, session: WatchedSession): void {
+    if (entry.last === null || !entry.lastOwn) {
+      entry.last = { ...session };
+      entry.lastOwn = true;
+      return;
+    }
+    const to = entry.last as unknown as Record<string, unknown>;
+    const from = session as unknown as Record<string, unknown>;
+    for (const k in from) {
+      const v = from[k];
+      if (to[k] !== v && !sameList(to[k], v)) to[k] = v;
+    }
   }
 
   /** The ended event: the last values seen and the totals, endedAt by the wall clock (people read it). */
@@ -411,6 +477,7 @@ export class SessionWatcher {
     entry.transactionId = null;
     entry.meterEnd = null;
     entry.last = null;
+    entry.lastOwn = false;
     entry.samples = null;
   }
 
@@ -447,6 +514,13 @@ export class SessionWatcher {
     const kw = (kwhNow - s[1]) / ((at - s[0]) / 3_600_000);
     return kw >= 0 && Number.isFinite(kw) ? Math.round(kw * 100) / 100 : null;
   }
+}
+
+/** Two arrays of the same items (the warnings: a new, usually empty, list on every poll). */
+function sameList(a: unknown, b: unknown): boolean {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The power estimate spans at least this much of the record clock once it has seen it. */

@@ -82,7 +82,8 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       const events: WatchEvent[] = [];
       const states: Array<SavedState | undefined> = [];
       const queue: Array<ProgressRecord | null> = [record(1000, '2026-11-22T10:00:02'), record(1500, '2026-11-22T10:00:12')];
-      const w = new SessionWatcher(async () => queue.shift() ?? null, { intervalMs: 1_000, onState: (_t, s) => states.push(s) }, (e) => {
+      // The state handed over is the watcher's own, updated in place later: a copy of each moment's.
+      const w = new SessionWatcher(async () => queue.shift() ?? null, { intervalMs: 1_000, onState: (_t, s) => states.push(s && structuredClone(s)) }, (e) => {
         events.push(e);
         if (e.session && e.event !== 'ended') {
           e.session.meterEnd = -1;
@@ -105,6 +106,43 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
         states.map((s) => (s ? `${s.meterEnd}:${s.session?.meterEnd}:${s.session?.transactionId}` : 'none')),
         ['1000:1000:TX-1', '1500:1500:TX-1', 'none'],
       );
+    });
+
+    it('keeps its values in one object per session, updated in place, and hands over one state object per session', async () => {
+      const held: Array<SavedState | undefined> = [];
+      const queue: Array<ProgressRecord | null> = [record(1000, '2026-11-22T10:00:02'), record(1500, '2026-11-22T10:00:12'), record(1700, '2026-11-22T10:00:22')];
+      const sessions: WatchedSession[] = [];
+      const w = new SessionWatcher(async () => queue.shift() ?? null, { intervalMs: 1_000, onState: (_t, s) => held.push(s) }, (e) => {
+        if (e.session) sessions.push(e.session);
+      }, () => undefined);
+      w.watch(['T']);
+      await clock.tickAsync(3_010);
+      const [first, second, third] = held;
+      assert.ok(first && first === second && second === third, 'the same state object for every change of one session');
+      assert.equal(first.meterEnd, 1700);
+      assert.equal(first.session?.meterEnd, 1700, 'a caller keeping it by reference sees the latest values');
+      assert.equal(first.session?.updatedAt, '2026-11-22T10:00:22');
+      assert.ok(!sessions.includes(first.session as WatchedSession), 'never the object an event carried');
+      assert.deepEqual(
+        sessions.map((x) => x.meterEnd),
+        [1000, 1500, 1700],
+        'each event keeps its own values',
+      );
+      w.close();
+    });
+
+    it('does not write to a session loaded from a saved state: the first poll keeps a copy of its own', async () => {
+      const loaded: SavedState = { transactionId: 'TX-1', meterEnd: 1500, session: { transactionId: 'TX-1', meterEnd: 1500 } as WatchedSession };
+      const before = structuredClone(loaded);
+      const queue: Array<ProgressRecord | null> = [record(1600, '2026-11-22T10:01:22'), record(1700, '2026-11-22T10:01:32')];
+      const states: Array<SavedState | undefined> = [];
+      const w = new SessionWatcher(async () => queue.shift() ?? null, { intervalMs: 1_000, onState: (_t, s) => states.push(s) }, () => undefined, () => undefined);
+      w.watch(['T'], () => loaded);
+      await clock.tickAsync(2_010);
+      w.close();
+      assert.deepEqual(loaded, before, 'the loaded state and its session are as they were');
+      assert.equal(states[0]?.session?.meterEnd, 1700);
+      assert.notEqual(states[0], loaded);
     });
 
     it('a new transaction for the same token between polls is ended + started', async () => {
@@ -165,7 +203,12 @@ describe('SessionWatcher (no Node-RED, no HTTP)', () => {
       const events: WatchEvent[] = [];
       const states: Array<SavedState | undefined> = [];
       const queue = [...answers];
-      const w = new SessionWatcher(async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null), { intervalMs: 1_000, onState: (_t, s) => states.push(s) }, (e) => events.push(e), () => undefined);
+      const w = new SessionWatcher(
+        async () => (queue.length > 0 ? (queue.shift() as ProgressRecord | null) : null),
+        { intervalMs: 1_000, onState: (_t, s) => states.push(s && structuredClone(s)) },
+        (e) => events.push(e),
+        () => undefined,
+      );
       w.watch(['T'], (t) => (t === 'T' ? saved : undefined));
       await clock.tickAsync(answers.length * 1_000 + 10);
       w.close();
