@@ -411,7 +411,18 @@ async function watchScale(): Promise<string> {
     const g1 = await getsBy();
     return { cpuMs: ends.map((e) => e.cpuMs), polls: Object.fromEntries(SIDE_BY_SIDE.map((c) => [c.prefix, (g1[c.prefix] ?? 0) - (g0[c.prefix] ?? 0)])) };
   };
-  const seatOf = (i: number, w: number) => SIDE_BY_SIDE[(i + w) % SIDE_BY_SIDE.length];
+  /**
+   * Process i runs contender (i + s·w) mod 5 in window w, with the step s = 1 in the first rotation, 2 in the
+   * second, then 3 and 4 (each coprime with 5): within a rotation every contender sits in every process once,
+   * and from one rotation to the next each contender follows another one in its process. With s = 1 always,
+   * bare always followed ours with localfilesystem and bareB always followed bare, and the A/A read 1.10 at
+   * 100 tokens in both rotations (75aa07a): what a process keeps of its last contender may stay with one.
+   */
+  const seatOf = (i: number, w: number) => {
+    const k = SIDE_BY_SIDE.length;
+    const step = 1 + (Math.floor(w / k) % (k - 1));
+    return SIDE_BY_SIDE[(i + step * w) % k];
+  };
   const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
   let warm = false;
   for (const n of WATCH_SIZES) {
@@ -439,7 +450,7 @@ async function watchScale(): Promise<string> {
     const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [], nodered: [] };
     let last = 0;
     for (let w = 0; w < WATCH_WINDOWS; w++) {
-      // A new seat for every contender in every window (process i runs contender (i + w) mod 5), so that
+      // A new seat for every contender in every window (see seatOf), so that
       // neither a process's place in the machine's schedule nor its timers' phase stays with one contender.
       if (w > 0) await all({ cmd: 'stop' });
       await startAll(n, w);
@@ -494,7 +505,7 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval, side by side; the meter advances on every poll, so every poll emits an event`,
     '',
-    `Five processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), a second bare axios (bareB), and bare axios again with each record sent on as one Node-RED message from a minimal node to the same sink (nodered: what Node-RED's own message passing costs any node that emits one event per poll; beside the floor, not in it). Each polls tokens of its own, counted by the server. Every window is opened and closed for all five together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + w) mod 5), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / SIDE_BY_SIDE.length / 1000} s at ${Math.max(WATCH_SIZES[0], WATCH_WARMUP_TOKENS)} tokens (an install watches for months: its code is compiled; what compiles it is calls, and at 100 tokens a warm-up at 100 tokens left V8 still optimising in the windows). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / SIDE_BY_SIDE.length)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
+    `Five processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), a second bare axios (bareB), and bare axios again with each record sent on as one Node-RED message from a minimal node to the same sink (nodered: what Node-RED's own message passing costs any node that emits one event per poll; beside the floor, not in it). Each polls tokens of its own, counted by the server. Every window is opened and closed for all five together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + s·w) mod 5, with s = 1 in the first rotation and 2 in the second, so that each contender also follows another one in its process from one rotation to the next), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / SIDE_BY_SIDE.length / 1000} s at ${Math.max(WATCH_SIZES[0], WATCH_WARMUP_TOKENS)} tokens (an install watches for months: its code is compiled; what compiles it is calls, and at 100 tokens a warm-up at 100 tokens left V8 still optimising in the windows). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / SIDE_BY_SIDE.length)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
     '',
     '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll (both) | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | nodered µs/poll | nodered/bare | ours (memory)/nodered | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB / nodered |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
