@@ -15,8 +15,7 @@
  *   fork('contender.js', { execArgv: ['--expose-gc'] }), then IPC: {id, cmd, ...} -> {id, ...}
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { a0Client, barePolling } from './floor';
-import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import { barePolling, messagePolling } from './floor';
 import { EmbeddedNodeRed, watchFlow } from './runtime';
 
 export type ContenderKind = 'mem' | 'file' | 'bare' | 'nodered';
@@ -49,22 +48,16 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
       return {};
     }
     case 'start': {
-      const tokens = Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
       if (m.kind === 'bare') {
         const bare = barePolling(base, m.n, 10_000, undefined, m.prefix);
         running = { stop: async () => bare.stop() };
       } else if (m.kind === 'nodered') {
         // Bare axios, and each record passed on as one Node-RED message from a minimal node to the same sink.
-        const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT, m.prefix);
         const floor = red!.node('floor');
-        const bare = barePolling(base, m.n, 10_000, (i) => a0.query(`${m.prefix}${i}`).then((record) => floor.send({ topic: `${m.prefix}${i}`, payload: record })), m.prefix);
-        running = {
-          stop: async () => {
-            bare.stop();
-            a0.close();
-          },
-        };
+        const polling = messagePolling(base, m.n, 10_000, (msg) => floor.send(msg), m.prefix);
+        running = { stop: async () => polling.stop() };
       } else {
+        const tokens = Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
         const node = red!.node(WATCH_NODE[m.kind]);
         node.receive({ topic: 'watch', payload: tokens });
         running = { stop: async () => node.receive({ topic: 'unwatch', payload: '*' }) };

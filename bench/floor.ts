@@ -33,6 +33,23 @@ export function a0Client(base: string, maxSockets: number, prefix = 'T'): { driv
 }
 
 /**
+ * Bare axios polling as barePolling does, each record handed to `send` as a
+ * message: with a minimal node's send, what any node that emits one Node-RED
+ * message per poll pays (the 'nodered' contender of bench/run.ts and bench/watch-profile.ts).
+ */
+export function messagePolling(base: string, n: number, intervalMs: number, send: (msg: { topic: string; payload: unknown }) => void, prefix = 'T'): { stop(): void; polls(): number } {
+  const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT, prefix);
+  const bare = barePolling(base, n, intervalMs, (i) => a0.query(`${prefix}${i}`).then((record) => send({ topic: `${prefix}${i}`, payload: record })), prefix);
+  return {
+    stop: () => {
+      bare.stop();
+      a0.close();
+    },
+    polls: bare.polls,
+  };
+}
+
+/**
  * Bare axios polling N tokens (`${prefix}0` …) on the watcher's schedule (one
  * timer, polls spread over the interval), each record parsed; or, with `poll`,
  * that instead of bare axios.

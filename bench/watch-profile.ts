@@ -20,8 +20,7 @@ import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import path from 'node:path';
-import { a0Client, barePolling } from './floor';
-import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
+import { barePolling, messagePolling } from './floor';
 import { ServiceClient } from '../nodes/lib/client/service-client';
 import { SessionWatcher } from '../nodes/lib/session/watcher';
 import { progressPoll } from '../nodes/common/watch-mode';
@@ -126,13 +125,9 @@ async function main(): Promise<void> {
     }
     if (kind === 'nodered') {
       // Bare axios, and each record passed on as one Node-RED message (a node wired to the same sink): what any node that sends an event per poll pays.
-      const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
       const floor = red.node('floor');
-      const b = barePolling(base, n, INTERVAL_MS, (i) => a0.query(`W${i}`).then((record) => floor.send({ topic: `W${i}`, payload: record })));
-      return async () => {
-        b.stop();
-        a0.close();
-      };
+      const polling = messagePolling(base, n, INTERVAL_MS, (msg) => floor.send(msg), 'W');
+      return async () => polling.stop();
     }
     if (kind === 'client' || kind === 'watcher') {
       const client = new ServiceClient({ baseUrl: base, authUrl: `${base}/auth`, clientId: 'bench', clientSecret: 'bench-secret' });
