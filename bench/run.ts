@@ -34,8 +34,15 @@ const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZE
  * one GC in a window weighs)
  */
 const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : n <= 1000 ? 20 : 10);
-/** side-by-side windows per size: two whole rotations of the five contenders over the five processes */
-const WATCH_WINDOWS = Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : 10);
+/**
+ * side-by-side windows per size: whole rotations of the five contenders over the
+ * five processes, four at 100 tokens and two above. At 100 tokens a poll costs
+ * the most CPU and the least in all, and two rotations did not settle a ratio:
+ * the same minimal node read 1.13, 1.06 and 0.97 of bare in three runs of the
+ * same code (2026-11-24). With four, each contender also follows every other one
+ * in its process once (see seatOf).
+ */
+const watchWindows = (n: number) => Number(process.env.BENCH_WATCH_WINDOWS) || (QUICK ? 2 : n <= 100 ? 20 : 10);
 const ADD_SIZES = QUICK ? [1000, 10_000] : [1000, 10_000, 100_000];
 const WATCH_INTERVAL_MS = 10_000;
 /**
@@ -449,7 +456,8 @@ async function watchScale(): Promise<string> {
     const cpu: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [], nodered: [] };
     const polls: Record<Role, number[]> = { mem: [], file: [], bare: [], bareB: [], nodered: [] };
     let last = 0;
-    for (let w = 0; w < WATCH_WINDOWS; w++) {
+    const windows = watchWindows(n);
+    for (let w = 0; w < windows; w++) {
       // A new seat for every contender in every window (see seatOf), so that
       // neither a process's place in the machine's schedule nor its timers' phase stays with one contender.
       if (w > 0) await all({ cmd: 'stop' });
@@ -473,7 +481,7 @@ async function watchScale(): Promise<string> {
      * Over whole rotations every contender sat in every process for as long, so what a process's seat
      * adds or saves falls on all of them alike; a per-window ratio keeps it (bareB/bare spread 0.65-1.07).
      */
-    const perPoll = (roles: Role[], from = 0, to = WATCH_WINDOWS) => {
+    const perPoll = (roles: Role[], from = 0, to = windows) => {
       let ms = 0;
       let count = 0;
       for (const r of roles) for (let w = from; w < to; w++) {
@@ -483,7 +491,7 @@ async function watchScale(): Promise<string> {
       return (ms * 1000) / Math.max(1, count);
     };
     const ROTATION = SIDE_BY_SIDE.length;
-    const rotations = Math.floor(WATCH_WINDOWS / ROTATION);
+    const rotations = Math.floor(windows / ROTATION);
     /** ours over the floor (both bare contenders, pooled), in all, and [min-max] over whole rotations */
     const ratio = (a: Role, floor: Role[] = ['bare', 'bareB']) => {
       const all = perPoll([a]) / perPoll(floor);
@@ -497,7 +505,7 @@ async function watchScale(): Promise<string> {
     const hf = heapOf(procs.findIndex((_, i) => seatOf(i, last).role === 'file'));
     const pollsCell = SIDE_BY_SIDE.map((c) => `${c.role} ${median(polls[c.role])}`).join(', ');
     rows.push(
-      `| ${n} | ${seconds} s × ${WATCH_WINDOWS}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${perPoll(['nodered']).toFixed(0)} | ${ratio('nodered')} | ${ratio('mem', ['nodered'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.toFixed(0)).join(' / ')} |`,
+      `| ${n} | ${seconds} s × ${windows}, ~${(n * seconds * 1000) / WATCH_INTERVAL_MS} expected: ${pollsCell} | ${perPoll(['mem']).toFixed(0)} | ${perPoll(['file']).toFixed(0)} | ${perPoll(['bare', 'bareB']).toFixed(0)} | ${ratio('mem')} | ${ratio('file')} | ${ratio('bareB', ['bare'])} | ${perPoll(['nodered']).toFixed(0)} | ${ratio('nodered')} | ${ratio('mem', ['nodered'])} | ${hm.freed.toFixed(2)} / ${hf.freed.toFixed(2)} | ${hm.all.toFixed(2)} / ${hf.all.toFixed(2)} | ${hm.held.toFixed(0)} / ${hf.held.toFixed(0)} | ${loop.p99.toFixed(1)} | ${idle.map((x) => x.toFixed(0)).join(' / ')} |`,
     );
     console.log(rows.at(-1));
   }
@@ -505,7 +513,7 @@ async function watchScale(): Promise<string> {
   return [
     `### 5. Watching N sessions at a ${WATCH_INTERVAL_MS / 1000} s interval, side by side; the meter advances on every poll, so every poll emits an event`,
     '',
-    `Five processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), a second bare axios (bareB), and bare axios again with each record sent on as one Node-RED message from a minimal node to the same sink (nodered: what Node-RED's own message passing costs any node that emits one event per poll; beside the floor, not in it). Each polls tokens of its own, counted by the server. Every window is opened and closed for all five together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + s·w) mod 5, with s = 1 in the first rotation and 2 in the second, so that each contender also follows another one in its process from one rotation to the next), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / SIDE_BY_SIDE.length / 1000} s at ${Math.max(WATCH_SIZES[0], WATCH_WARMUP_TOKENS)} tokens (an install watches for months: its code is compiled; what compiles it is calls, and at 100 tokens a warm-up at 100 tokens left V8 still optimising in the windows). ${WATCH_WINDOWS} windows per size, ${Math.floor(WATCH_WINDOWS / SIDE_BY_SIDE.length)} whole rotations. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
+    `Five processes poll at the same time, each a real Node-RED with the same flow (bench/contender.ts): our watch node with its state in the memory store (mem), our watch node with localfilesystem (file: contextStore "file", its default 30 s flush), bare axios configured as the client configures it plus JSON.parse, polling as many tokens on the same schedule from one timer (bare), a second bare axios (bareB), and bare axios again with each record sent on as one Node-RED message from a minimal node to the same sink (nodered: what Node-RED's own message passing costs any node that emits one event per poll; beside the floor, not in it). Each polls tokens of its own, counted by the server. Every window is opened and closed for all five together and each process measures its own CPU (process.cpuUsage, all its threads, GC included), so every contender meets the same seconds of this shared machine; and in every window each contender sits in another process (process i runs contender (i + s·w) mod 5, with s = 1 in the first rotation, 2 in the second, then 3 and 4, so that each contender also follows another one in its process from one rotation to the next), started afresh and polling for ${WATCH_SETTLE_MS / 1000} s before the window, so that no process's place in the machine's schedule stays with one contender. Before the first size every process runs every contender for ${WATCH_WARMUP_MS / SIDE_BY_SIDE.length / 1000} s at ${Math.max(WATCH_SIZES[0], WATCH_WARMUP_TOKENS)} tokens (an install watches for months: its code is compiled; what compiles it is calls, and at 100 tokens a warm-up at 100 tokens left V8 still optimising in the windows). ${WATCH_SIZES.map((n) => `${watchWindows(n)} windows at ${n} tokens (${Math.floor(watchWindows(n) / SIDE_BY_SIDE.length)} whole rotations)`).join(', ')}: at 100 tokens a poll costs the most and polls are fewest, and two rotations did not settle its ratios. CPU per poll: a contender's CPU over all its windows, each process's idle CPU subtracted (four times the median of four idle quarter windows), over its polls; the floor is both bare contenders pooled; ratios are in all, [min–max] over the rotations. bareB / bare is the method's own noise: the same code in two seats. Heap per session (in the processes that ran ours in the last window): after GC, what unwatching the sessions frees, divided by N; beside it the figure from before the tokens were added (fixed costs included: compiled code, pooled sockets), and what stays after unwatching (KiB, not per session).`,
     '',
     '| sessions | window × count, polls per window (median) | ours µs/poll, memory | ours µs/poll, localfilesystem | bare µs/poll (both) | ours/bare, memory | ours/bare, localfilesystem | bareB/bare (A/A) | nodered µs/poll | nodered/bare | ours (memory)/nodered | heap KiB/session memory / localfilesystem (freed by unwatching) | heap KiB/session from before the add | KiB held after unwatching, memory / localfilesystem | event-loop p99 ms (mem, 3 s after the windows) | idle CPU ms per window (subtracted), mem / file / bare / bareB / nodered |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
