@@ -29,11 +29,15 @@ const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } :
 /** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_WINDOWS=8, BENCH_WATCH_WARMUP_MS, BENCH_WATCH_WARMUP_TOKENS and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
 const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZES.split(',').map(Number) : QUICK ? [100, 1000] : [100, 1000, 10_000];
 /**
- * seconds per measured window: longer for few tokens, whose polls are few (at
- * 100 tokens a 20 s window held 200 polls and ~250 ms of CPU; 40 s halves what
- * one GC in a window weighs)
+ * seconds per measured window: localfilesystem's default flushInterval (30 s; the bench sets none), at every
+ * size, so that each window holds one flush of the whole flow scope, as every
+ * 30 s of a real install does. The flush falls about 31 s after a contender
+ * starts (its first state written ~1 s in), inside the window that follows the
+ * 20 s settle. Before, a 20 s window at 1 000 tokens always held one (a flush
+ * per 20 s, counted 1.5 times) and a 10 s window at 10 000 mostly none.
+ * At 100 tokens 30 s holds 300 polls per window (20 windows, 6 000 in all).
  */
-const watchSeconds = (n: number) => (QUICK ? 6 : n <= 100 ? 40 : n <= 1000 ? 20 : 10);
+const WATCH_SECONDS = QUICK ? 6 : 30;
 /**
  * side-by-side windows per size: whole rotations of the five contenders over the
  * five processes, four at 100 tokens and two above. At 100 tokens a poll costs
@@ -433,7 +437,7 @@ async function watchScale(): Promise<string> {
   const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
   let warm = false;
   for (const n of WATCH_SIZES) {
-    const seconds = watchSeconds(n);
+    const seconds = WATCH_SECONDS;
     // Each process's own idle CPU (Node-RED's timers), subtracted from its windows: four quarter windows, the
     // median taken, after a GC and one interval. V8's memory reducer compacts an idle heap some seconds after
     // allocation stops (~130 ms of CPU 25 s after start-up, seen in one quarter): that is not what idle costs.
