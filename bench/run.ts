@@ -31,10 +31,12 @@ const WATCH_SIZES = process.env.BENCH_WATCH_SIZES ? process.env.BENCH_WATCH_SIZE
 /**
  * seconds per measured window: localfilesystem's default flushInterval (30 s; the bench sets none), at every
  * size, so that each window holds one flush of the whole flow scope, as every
- * 30 s of a real install does. The flush falls about 31 s after a contender
- * starts (its first state written ~1 s in), inside the window that follows the
- * 20 s settle. Before, a 20 s window at 1 000 tokens always held one (a flush
- * per 20 s, counted 1.5 times) and a 10 s window at 10 000 mostly none.
+ * 30 s of a real install does. localfilesystem arms its flush timer at the
+ * first write after a flush, here the watch command's write of the token list,
+ * so the flush falls 30 s after a contender starts: inside the window that
+ * follows the 20 s settle. Before, a 20 s window at 1 000 tokens always held
+ * one (a flush per 20 s, counted 1.5 times), and a 10 s window at 10 000 ended
+ * at that very moment, holding its flush or not by milliseconds.
  * At 100 tokens 30 s holds 300 polls per window (20 windows, 6 000 in all).
  */
 const WATCH_SECONDS = QUICK ? 6 : 30;
