@@ -17,8 +17,20 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { barePolling, messagePolling } from './floor';
 import { EmbeddedNodeRed, watchFlow } from './runtime';
+import type { ChargingServiceNode } from '../nodes/common/service-node';
+import { progressPoll } from '../nodes/common/watch-mode';
+import { SessionWatcher } from '../nodes/lib/session/watcher';
 
-export type ContenderKind = 'mem' | 'file' | 'bare' | 'nodered';
+/**
+ * mem, file: our watch node with each store; bare: the floor; nodered: bare axios
+ * plus one Node-RED message per poll. Two more, to split our node into layers
+ * (BENCH_WATCH_SEATS in run.ts): clientmsg, the deployed configuration's
+ * ServiceClient on bare's schedule with each record sent on as one message
+ * (our request pipeline and nothing else of watch mode); watchermsg, a
+ * SessionWatcher over that client, each event sent on as the node's message
+ * would be (no kept state, no badge, no node lifecycle).
+ */
+export type ContenderKind = 'mem' | 'file' | 'bare' | 'nodered' | 'clientmsg' | 'watchermsg';
 
 export type ContenderCommand =
   | { cmd: 'init'; base: string; intervalSec: number }
@@ -56,6 +68,21 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
         const floor = red!.node('floor');
         const polling = messagePolling(base, m.n, 10_000, (msg) => floor.send(msg), m.prefix);
         running = { stop: async () => polling.stop() };
+      } else if (m.kind === 'clientmsg' || m.kind === 'watchermsg') {
+        const floor = red!.node('floor');
+        const service = red!.node('svc') as unknown as ChargingServiceNode;
+        const client = service.getClient();
+        const closing = new AbortController();
+        const options = { signal: closing.signal, priority: 'poll' } as const;
+        if (m.kind === 'clientmsg') {
+          const polling = barePolling(base, m.n, 10_000, (i) => client.getProgress(`${m.prefix}${i}`, options).then((res) => floor.send({ topic: `${m.prefix}${i}`, payload: res.record })), m.prefix);
+          running = { stop: async () => polling.stop() };
+        } else {
+          const send = (e: { token: string; event: string; record: unknown; session: unknown }) => floor.send({ topic: e.token, event: e.event, payload: e.record, session: e.session } as unknown as Parameters<typeof floor.send>[0]);
+          const watcher = new SessionWatcher(progressPoll(client, options), { intervalMs: 10_000, derive: service.deriveOptions }, send, () => undefined);
+          watcher.watch(Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`));
+          running = { stop: async () => watcher.close() };
+        }
       } else {
         const tokens = Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
         const node = red!.node(WATCH_NODE[m.kind]);

@@ -19,7 +19,7 @@ import axios from 'axios';
 import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode, watchFlow } from './runtime';
 import { a0Client, Drive } from './floor';
-import type { ContenderCommand } from './contender';
+import type { ContenderCommand, ContenderKind } from './contender';
 
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
@@ -402,6 +402,15 @@ const SIDE_BY_SIDE = [
 type Role = (typeof SIDE_BY_SIDE)[number]['role'];
 
 /**
+ * BENCH_WATCH_SEATS=file:clientmsg,nodered:watchermsg puts another contender in
+ * a role's seat (see ContenderKind), to split our node into its layers while
+ * working on it; the tables keep the role's name. Printed only, like the other
+ * BENCH_WATCH_ settings: never to the results files.
+ */
+const SEATS = new Map((process.env.BENCH_WATCH_SEATS ?? '').split(',').filter(Boolean).map((s) => s.split(':') as [Role, ContenderKind]));
+const kindOf = (c: (typeof SIDE_BY_SIDE)[number]): ContenderKind => SEATS.get(c.role) ?? c.kind;
+
+/**
  * N tokens watched at a 10 s interval, every poll an event (the bench server's
  * meter moves on every query), state kept in the memory store and in
  * localfilesystem, beside bare axios polling as many tokens on the same
@@ -436,7 +445,7 @@ async function watchScale(): Promise<string> {
     const step = 1 + (Math.floor(w / k) % (k - 1));
     return SIDE_BY_SIDE[(i + step * w) % k];
   };
-  const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
+  const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: kindOf(seatOf(i, w)), n, prefix: seatOf(i, w).prefix })));
   let warm = false;
   for (const n of WATCH_SIZES) {
     const seconds = WATCH_SECONDS;
@@ -634,7 +643,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
+  if (!QUICK && SEATS.size === 0 && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {
