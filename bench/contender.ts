@@ -19,7 +19,8 @@ import { barePolling, messagePolling } from './floor';
 import { EmbeddedNodeRed, watchFlow } from './runtime';
 import type { ChargingServiceNode } from '../nodes/common/service-node';
 import { progressPoll } from '../nodes/common/watch-mode';
-import { SessionWatcher } from '../nodes/lib/session/watcher';
+import { SessionWatcher, WatchEvent } from '../nodes/lib/session/watcher';
+import type { NodeMessage } from 'node-red';
 
 /**
  * mem, file: our watch node with each store; bare: the floor; nodered: bare axios
@@ -30,7 +31,8 @@ import { SessionWatcher } from '../nodes/lib/session/watcher';
  * SessionWatcher over that client, each event sent on as the node's message
  * would be (no kept state, no badge, no node lifecycle).
  */
-export type ContenderKind = 'mem' | 'file' | 'bare' | 'nodered' | 'clientmsg' | 'watchermsg';
+export const CONTENDER_KINDS = ['mem', 'file', 'bare', 'nodered', 'clientmsg', 'watchermsg'] as const;
+export type ContenderKind = (typeof CONTENDER_KINDS)[number];
 
 export type ContenderCommand =
   | { cmd: 'init'; base: string; intervalSec: number }
@@ -43,6 +45,8 @@ export type ContenderCommand =
   | { cmd: 'exit' };
 
 let red: EmbeddedNodeRed | null = null;
+/** The tokens a contender polls: its own prefix, so that the server counts each contender's polls apart. */
+const tokensOf = (m: { n: number; prefix: string }): string[] => Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
 let base = '';
 let cpu0: NodeJS.CpuUsage | null = null;
 let running: { stop(): Promise<void> } | null = null;
@@ -72,21 +76,29 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
         const floor = red!.node('floor');
         const service = red!.node('svc') as unknown as ChargingServiceNode;
         const client = service.getClient();
+        // Aborted on stop, as a watch node's signal is on close.
         const closing = new AbortController();
         const options = { signal: closing.signal, priority: 'poll' } as const;
+        let stop: () => void;
         if (m.kind === 'clientmsg') {
           const polling = barePolling(base, m.n, 10_000, (i) => client.getProgress(`${m.prefix}${i}`, options).then((res) => floor.send({ topic: `${m.prefix}${i}`, payload: res.record })), m.prefix);
-          running = { stop: async () => polling.stop() };
+          stop = () => polling.stop();
         } else {
-          const send = (e: { token: string; event: string; record: unknown; session: unknown }) => floor.send({ topic: e.token, event: e.event, payload: e.record, session: e.session } as unknown as Parameters<typeof floor.send>[0]);
+          // The message a watch node sends for an event (WatchMode.onEvent).
+          const send = (e: WatchEvent) => floor.send({ topic: e.token, event: e.event, payload: e.record, session: e.session } as NodeMessage);
           const watcher = new SessionWatcher(progressPoll(client, options), { intervalMs: 10_000, derive: service.deriveOptions }, send, () => undefined);
-          watcher.watch(Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`));
-          running = { stop: async () => watcher.close() };
+          watcher.watch(tokensOf(m));
+          stop = () => watcher.close();
         }
+        running = {
+          stop: async () => {
+            stop();
+            closing.abort();
+          },
+        };
       } else {
-        const tokens = Array.from({ length: m.n }, (_, i) => `${m.prefix}${i}`);
         const node = red!.node(WATCH_NODE[m.kind]);
-        node.receive({ topic: 'watch', payload: tokens });
+        node.receive({ topic: 'watch', payload: tokensOf(m) });
         running = { stop: async () => node.receive({ topic: 'unwatch', payload: '*' }) };
       }
       return {};
@@ -121,9 +133,12 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
   }
 }
 
-process.on('message', (m: ContenderCommand & { id: number }) => {
-  handle(m).then(
-    (out) => process.send?.({ id: m.id, ...out }),
-    (err: Error) => process.send?.({ id: m.id, error: err.stack ?? String(err) }),
-  );
-});
+// Only in the forked contender: run.ts imports this file for CONTENDER_KINDS.
+if (require.main === module) {
+  process.on('message', (m: ContenderCommand & { id: number }) => {
+    handle(m).then(
+      (out) => process.send?.({ id: m.id, ...out }),
+      (err: Error) => process.send?.({ id: m.id, error: err.stack ?? String(err) }),
+    );
+  });
+}

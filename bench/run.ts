@@ -19,7 +19,7 @@ import axios from 'axios';
 import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode, watchFlow } from './runtime';
 import { a0Client, Drive } from './floor';
-import type { ContenderCommand, ContenderKind } from './contender';
+import { CONTENDER_KINDS, type ContenderCommand, type ContenderKind } from './contender';
 
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
@@ -407,7 +407,19 @@ type Role = (typeof SIDE_BY_SIDE)[number]['role'];
  * working on it; the tables keep the role's name. Printed only, like the other
  * BENCH_WATCH_ settings: never to the results files.
  */
-const SEATS = new Map((process.env.BENCH_WATCH_SEATS ?? '').split(',').filter(Boolean).map((s) => s.split(':') as [Role, ContenderKind]));
+const SEATS = new Map(
+  (process.env.BENCH_WATCH_SEATS ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((seat) => {
+      const [role, kind] = seat.split(':');
+      // A typo would otherwise measure the usual contender under a name the reader takes for another.
+      if (!SIDE_BY_SIDE.some((c) => c.role === role) || !CONTENDER_KINDS.includes(kind as ContenderKind)) {
+        throw new Error(`BENCH_WATCH_SEATS: "${seat}" is not role:kind with a role of ${SIDE_BY_SIDE.map((c) => c.role).join(', ')} and a kind of ${CONTENDER_KINDS.join(', ')}`);
+      }
+      return [role as Role, kind as ContenderKind] as const;
+    }),
+);
 const kindOf = (c: (typeof SIDE_BY_SIDE)[number]): ContenderKind => SEATS.get(c.role) ?? c.kind;
 
 /**
