@@ -42,7 +42,7 @@ describe('charging-stop "Make sure it ends" (ensure)', function () {
     const caught = await Sink.of('caught').next(10_000);
     const error = caught.error as { code: string; message: string };
     assert.equal(error.code, 'NOT_STOPPED');
-    assert.match(error.message, /after 2 STOPs.*still active/);
+    assert.match(error.message, /after 2 STOPs.*still showed it active/);
     assert.equal(rt.sim.arrivals('STOP', tx), 2);
     assert.equal(Sink.of('out').messages.length, 0);
   });
@@ -55,6 +55,30 @@ describe('charging-stop "Make sure it ends" (ensure)', function () {
     assert.equal(late.outcome, 'not stopped');
     assert.equal(late.stopAttempts, 2);
     assert.equal(rt.sim.arrivals('STOP', tx), 2);
+    assert.equal(Sink.of('caught').messages.length, 0);
+  });
+
+  it('the service answers 503 to every query after an accepted STOP: NOT_CONFIRMED at Catch, exactly 1 STOP, never "still active"', async () => {
+    const tx = await running(stopNode({ ensureAttempts: 3 }));
+    rt.sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+    send('stop', stopMsg(tx));
+    const caught = await Sink.of('caught').next(10_000);
+    const error = caught.error as { code: string; message: string };
+    assert.equal(error.code, 'NOT_CONFIRMED');
+    assert.doesNotMatch(error.message, /still active/);
+    assert.match(error.message, /progress could not be read after the STOP/);
+    assert.equal(rt.sim.arrivals('STOP', tx), 1);
+    assert.equal(Sink.of('out').messages.length, 0);
+  });
+
+  it('the same with the second output: outcome "not confirmed" on output 2, exactly 1 STOP', async () => {
+    const tx = await running(stopNode({ ensureAttempts: 3, timeoutOutput: true, outputs: 2 }));
+    rt.sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+    send('stop', stopMsg(tx));
+    const late = await Sink.of('late').next(10_000);
+    assert.equal(late.outcome, 'not confirmed');
+    assert.equal(late.stopAttempts, 1);
+    assert.equal(rt.sim.arrivals('STOP', tx), 1);
     assert.equal(Sink.of('caught').messages.length, 0);
   });
 

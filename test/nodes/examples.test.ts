@@ -342,5 +342,53 @@ describe('examples/', () => {
         fs.rmSync(dir, { recursive: true, force: true });
       }
     });
+
+    it('10 session log: a session stopped and the next one started on the same card between two polls, the next first seen pending, books both (issue 36)', async () => {
+      // The next session stays pending for 1.5 s; the stopped one is gone at once: the poll after the swap sees only the pending one.
+      await simulator({ powerW: 200_000, startDelayMs: 1_500, stopDelayMs: 0 });
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'e10-'));
+      const file = path.join(dir, 'sessions.csv');
+      process.env.CHARGING_SESSION_LOG = file;
+      const client = clientFor(sim);
+      try {
+        await run('10 Session log.json', (flow) => {
+          // Every event of the watch node, beside what the example does with them.
+          (flow.find((n) => n.id === 'e10-n-watch')?.wires as string[][])[0].push('t-events');
+          flow.push({ id: 't-events', type: 'helper', z: 'e10-tab', wires: [] } as FlowNode);
+        });
+        const events = Sink.of('t-events');
+        const card = { locationId: 'E10-LOC', evseId: '1', token: 'E10-RFID-1' };
+        send('e10-i-start', {});
+        await until(() => events.messages.some((m) => m.event === 'updated'), 'the first session charging', 8000);
+        const first = sim.session(card.token);
+        assert.ok(first?.transactionId);
+        // Between two polls: STOP the first, START the next on the same card.
+        await client.sendCommand({ action: 'STOP', ...card, transactionId: first.transactionId });
+        await client.sendCommand({ action: 'START', ...card });
+        await until(() => events.messages.some((m) => m.event === 'started' && (m.session as { transactionId: string }).transactionId !== first.transactionId), 'the next session started', 8000);
+        const kinds = events.messages.map((m) => String(m.event)).filter((e) => e !== 'updated');
+        assert.deepEqual(kinds.slice(-4), ['started', 'ended', 'pending', 'started'], 'ended A, then the pending one, then started B');
+        const endedA = events.messages.find((m) => m.event === 'ended') as Record<string, unknown>;
+        const lastA = events.messages.filter((m) => m.event !== 'ended' && (m.session as { transactionId?: string } | null)?.transactionId === first.transactionId).at(-1) as Record<string, unknown>;
+        const a = endedA.session as Record<string, unknown>;
+        const seenA = lastA.session as Record<string, unknown>;
+        assert.equal(a.transactionId, first.transactionId);
+        assert.deepEqual([a.meterEnd, a.energyKWh, a.cdrId], [seenA.meterEnd, seenA.energyKWh, first.cdrId], 'ended carries A\'s last values');
+        assert.ok(Number(a.energyKWh) > 0);
+        send('e10-i-stop', {});
+        const logged = Sink.of('e10-d-logged');
+        await until(() => logged.messages.length === 2, 'both sessions logged', 8000);
+        const lines = fs.readFileSync(file, 'utf8').trim().split('\n');
+        assert.equal(lines.length, 2);
+        const second = (events.messages.find((m) => m.event === 'started' && (m.session as { transactionId: string }).transactionId !== first.transactionId)?.session as { transactionId: string }).transactionId;
+        assert.deepEqual(lines.map((l) => l.split(',')[5]), [first.transactionId, second], 'one line for each session, in order');
+        assert.equal(lines[0].split(',')[7], String(a.energyKWh), "the first line holds A's energy");
+        assert.deepEqual(errorsLogged(), []);
+      } finally {
+        await client.close();
+        delete process.env.CHARGING_SESSION_LOG;
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
   });
 });

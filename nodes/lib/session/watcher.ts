@@ -8,6 +8,7 @@ import { ChargingError } from '../errors';
 import { CreatedAtCache, deriveSession, DeriveOptions, meterKWh, ProgressRecord, recordTimes, SessionInfo, SessionTotals, sessionTotals } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
+import { transition } from './lifecycle';
 
 export type WatchEventKind =
   | 'pending' // a session appeared, not started yet (no transactionId)
@@ -403,12 +404,12 @@ export class SessionWatcher {
     }
   }
 
-  /** Turns a poll result into zero or more events, and updates the entry. */
+  /** Turns a poll result into zero or more events (the lifecycle table, lifecycle.ts), and updates the entry. */
   private observe(entry: Entry, record: ProgressRecord | null): WatchEvent[] {
     const events: WatchEvent[] = [];
     const token = entry.token;
     if (record === null) {
-      if (entry.seen) {
+      if (transition(entry, null).ends) {
         events.push(this.ended(entry));
         this.reset(entry);
       } else if (this.options.emitEveryPoll) {
@@ -419,19 +420,16 @@ export class SessionWatcher {
     // Parsed once, for the derived values and for the power estimate.
     const times = recordTimes(record, this.options.derive?.timestampZone, entry.created);
     const info = deriveSession(record, this.options.derive, times);
-    if (entry.seen && entry.transactionId && info.transactionId && info.transactionId !== entry.transactionId) {
-      // A new session with the same token between two polls: the old one ended.
+    const step = transition(entry, info);
+    if (step.ends) {
+      // Another session on the same token since the last poll (a new transaction, or one still pending): the old one ended.
       events.push(this.ended(entry));
       this.reset(entry);
     }
     // deriveSession's object is this poll's own: completed in place rather than copied.
     const session = info as WatchedSession;
     session.powerKW = this.power(entry, times.timestampMs, info);
-    let kind: WatchEventKind | null = null;
-    if (!entry.seen) kind = info.pending ? 'pending' : 'started';
-    else if (!entry.transactionId && info.transactionId) kind = 'started';
-    else if (info.meterEnd !== null && info.meterEnd !== entry.meterEnd) kind = 'updated';
-    else if (this.options.emitEveryPoll) kind = 'poll';
+    const kind: WatchEventKind | null = step.event ?? (this.options.emitEveryPoll ? 'poll' : null);
     entry.seen = true;
     entry.transactionId = info.transactionId;
     entry.meterEnd = info.meterEnd;

@@ -65,7 +65,57 @@ describe('ensureStop (no Node-RED, against the simulator)', function () {
     assert.equal(result.outcome, 'not stopped');
     const err = notStopped(result);
     assert.equal(err.code, 'NOT_STOPPED');
-    assert.equal(err.message, `The session did not end after 1 STOP (each followed by a wait of 1 s): the session was still active (transaction ${cmd.transactionId as string})`);
+    assert.match(err.message, new RegExp(`^The session did not end after 1 STOP \\(each followed by a wait of 1 s\\): progress still showed it active \\(transaction ${cmd.transactionId as string}\\) at \\d\\d:\\d\\d:\\d\\d UTC, \\d+(\\.\\d)? s after the last STOP$`));
+  });
+
+  it('the session ends just after the STOP, then every query gets 503: no second STOP, NOT_CONFIRMED naming what was last seen and when, never "still active"', async () => {
+    sim.stop().catch(() => undefined);
+    sim = await startSimulator({ startDelayMs: 0, stopDelayMs: 500 });
+    await client.close();
+    client = clientFor(sim, { retry: { getAttempts: 1 } });
+    const cmd = await session();
+    let reads = 0;
+    // The first read after the STOP shows the session still shutting down; from then on the service cannot be read.
+    const result = await ensureStop(
+      cmd,
+      options({
+        attempts: 3,
+        poll: async (t, signal) => {
+          const record = (await client.getProgress(t, { signal })).record;
+          if (++reads === 1) sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+          return record;
+        },
+      }),
+    );
+    assert.equal(reads, 1, 'one read worked, before the 503s');
+    assert.equal(result.outcome, 'not confirmed');
+    assert.equal(result.stopAttempts, 1);
+    assert.equal(sim.arrivals('STOP', cmd.transactionId as string), 1, 'no STOP without evidence that the session goes on');
+    const err = notStopped(result);
+    assert.equal(err.code, 'NOT_CONFIRMED');
+    assert.doesNotMatch(err.message, /still active/);
+    assert.match(err.message, /progress could not be read after the STOP for 1 s \(last query: .*503.*\); last seen: the session active \(transaction [^)]+\) at \d\d:\d\d:\d\d UTC, [\d.]+ s after the STOP\. It was not sent again/);
+  });
+
+  it('every query fails after an accepted STOP: NOT_CONFIRMED, "nothing since the STOP", one STOP', async () => {
+    await client.close();
+    client = clientFor(sim, { retry: { getAttempts: 1 } });
+    const cmd = await session();
+    sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+    const result = await ensureStop(cmd, options({ attempts: 3 }));
+    assert.equal(result.outcome, 'not confirmed');
+    assert.equal(sim.arrivals('STOP', cmd.transactionId as string), 1);
+    assert.match(notStopped(result).message, /last seen: nothing since the STOP/);
+  });
+
+  it('a STOP whose answer was lost, and progress unreadable after it: its OUTCOME_UNKNOWN stands, saying progress could not tell; no second STOP', async () => {
+    await client.close();
+    client = clientFor(sim, { retry: { getAttempts: 1 } });
+    const cmd = await session();
+    sim.inject({ target: 'post', kind: 'status', status: 502, afterProcessing: true });
+    sim.inject({ target: 'get', kind: 'status', status: 503, times: Infinity });
+    await assert.rejects(ensureStop(cmd, options({ attempts: 3 })), (err: unknown) => err instanceof ChargingError && err.code === 'OUTCOME_UNKNOWN' && /progress could not be read after the STOP/.test(err.message));
+    assert.equal(sim.arrivals('STOP', cmd.transactionId as string), 1);
   });
 
   it('an abort (the node closing) ends the loop at once while the client stays open: no further STOP', async () => {
