@@ -85,6 +85,7 @@ export class WatchMode {
       // The states of the last second are kept before a redeploy or a stop (Node-RED then closes the context).
       if (removed) store.clear(true);
       else store.flush();
+      store.close();
     });
     return mode;
   }

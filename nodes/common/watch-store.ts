@@ -52,6 +52,8 @@ export class WatchStore {
   /** states not written yet, by token: the latest of each */
   private readonly pending = new Map<string, SavedState | undefined>();
   private lastFlush = -Infinity;
+  /** after close(): an asynchronous store's late answer resumes nothing, and nothing more is written */
+  private closed = false;
 
   constructor(
     node: Node,
@@ -68,6 +70,8 @@ export class WatchStore {
   /** The kept tokens (called back at once for the memory store and a cached file store). */
   load(done: (kept: Map<string, KeptToken>) => void): void {
     this.flow.get(this.base, this.store, (err, value) => {
+      // A store that answers after the node closed (a redeploy during a slow read): the node is gone, and its key may be cleared.
+      if (this.closed) return;
       if (err) this.onError(err);
       const kept = new Map<string, KeptToken>();
       if (Array.isArray(value)) {
@@ -136,6 +140,12 @@ export class WatchStore {
     this.write([this.base], [removed ? undefined : {}]);
   }
 
+  /** The node closed: after the last flush or clear, nothing is loaded or written any more. */
+  close(): void {
+    this.closed = true;
+    this.pending.clear();
+  }
+
   private key(token: string): string {
     return `${this.base}["${PREFIX}${encodeURIComponent(token)}"]`;
   }
@@ -146,6 +156,7 @@ export class WatchStore {
    * on every poll that changes a state.
    */
   private write(keys: string[], values: unknown[]): void {
+    if (this.closed) return;
     try {
       this.flow.set(keys, values, this.store, (err) => {
         if (err) this.onError(err);

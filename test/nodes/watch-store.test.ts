@@ -75,4 +75,36 @@ describe('WatchStore: batched state writes', () => {
     store.flush();
     assert.deepEqual(writes.at(-1), { keys: ['"charging-watch-n1"["t:D"].state'], values: [undefined] }, 'an ended session deletes its state');
   });
+
+  it('an asynchronous store that answers after close resumes nothing and writes nothing (a redeploy during a slow read)', () => {
+    const writes: Write[] = [];
+    let answer: ((err: null, v: unknown) => void) | null = null;
+    const node = {
+      id: 'n1',
+      context: () => ({
+        flow: {
+          get: (_k: string, _s: string | undefined, cb: (err: null, v: unknown) => void) => void (answer = cb),
+          set: (keys: string[], values: unknown[], _s: string | undefined, cb: (err: null) => void) => {
+            writes.push({ keys, values });
+            cb(null);
+          },
+        },
+      }),
+    };
+    const store = new WatchStore(node as never, 'redis', () => undefined);
+    let resumed = 0;
+    store.load(() => resumed++);
+    store.state('A', state(1));
+    store.clear(true); // the node was removed while the read was on its way
+    store.close();
+    const before = writes.length;
+    assert.ok(answer, 'the read was asked');
+    // The old list form: answered late, it would be rewritten in the new form.
+    (answer as (err: null, v: unknown) => void)(null, ['A', 'B']);
+    store.state('B', state(2));
+    store.added(['C']);
+    store.flush();
+    assert.equal(resumed, 0, 'nothing resumed after close');
+    assert.equal(writes.length, before, 'nothing written after close');
+  });
 });
