@@ -86,6 +86,8 @@ interface Held {
   /** monotonic ms until which this replica may poll the token */
   validUntil: number;
   rev: number;
+  /** false from the lease's acquisition until the state is loaded and onChange told: not polled meanwhile */
+  announced: boolean;
   /** commits of one token run one after the other (each expects the revision the last one wrote) */
   chain: Promise<unknown>;
 }
@@ -116,7 +118,7 @@ export class WatchOwnership<S> {
   /** May this replica poll the token now? Synchronous: ask it before every poll. */
   mayPoll(token: string): boolean {
     const h = this.held.get(token);
-    return !this.closed && h !== undefined && this.now() < h.validUntil;
+    return !this.closed && h !== undefined && h.announced && this.now() < h.validUntil;
   }
 
   /** The tokens this replica owns now. */
@@ -269,7 +271,7 @@ export class WatchOwnership<S> {
     if (this.now() >= validUntil) return; // the answer came too late to poll on it
     if (h) h.validUntil = validUntil;
     else {
-      this.held.set(token, { validUntil, rev: 0, chain: Promise.resolve() });
+      this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve() });
       acquired.push(token);
     }
   }
@@ -291,6 +293,7 @@ export class WatchOwnership<S> {
       if (!h) return;
       const saved = parseSaved<S>(raw[i]);
       h.rev = saved?.rev ?? 0;
+      h.announced = true;
       acquired.push({ token, saved });
     });
     this.tell({ acquired, released: [] });

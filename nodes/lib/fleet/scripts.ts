@@ -156,16 +156,19 @@ return 0`,
 /**
  * One start from the fleet's request budget: starts are spaced at least
  * ARGV[1] µs apart on Redis's clock, so any 1 s window holds at most
- * rate + 1 of them, whatever the number of replicas. KEYS: budget. ARGV:
- * spacing µs, key TTL ms. Returns {1, now µs} (go) or {0, µs to wait}.
+ * rate + 1 of them, whatever the number of replicas. The next free start is
+ * reserved for the caller if it is at most ARGV[3] µs away (first come, first
+ * served across replicas: none of them starves). KEYS: budget. ARGV: spacing
+ * µs, key TTL ms, longest wait µs. Returns {1, start µs, µs until it} (reserved)
+ * or {0, µs until the next free start} (nothing reserved).
  */
 export const BUDGET_TAKE = new Script(
   'budgetTake',
   `${NOW}
-local nextUs = tonumber(redis.call('GET', KEYS[1]) or '0')
-if nowUs < nextUs then return { 0, nextUs - nowUs } end
-redis.call('SET', KEYS[1], string.format('%.0f', nowUs + tonumber(ARGV[1])), 'PX', ARGV[2])
-return { 1, nowUs }`,
+local at = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), nowUs)
+if at - nowUs > tonumber(ARGV[3]) then return { 0, at - nowUs } end
+redis.call('SET', KEYS[1], string.format('%.0f', at + tonumber(ARGV[1])), 'PX', ARGV[2])
+return { 1, at, at - nowUs }`,
 );
 
 /**

@@ -25,9 +25,11 @@ async function takeFor(budget: SharedRequestBudget, ms: number): Promise<number[
   const grants: number[] = [];
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    const take = await budget.tryTake();
-    if (take.kind === 'go') grants.push(take.atUs);
-    else if (take.kind === 'wait') await sleep(take.waitMs);
+    const take = await budget.take(1_000);
+    if (take.kind === 'go') {
+      grants.push(take.atUs);
+      await sleep(take.delayMs);
+    } else if (take.kind === 'wait') await sleep(take.waitMs);
     else throw take.error;
   }
   return grants;
@@ -44,12 +46,13 @@ describe('fleet: one request budget for the fleet (real Redis)', function () {
     const all = per.flat();
     assert.ok(busiestSecond(all) <= 6, `busiest second: ${busiestSecond(all)}`);
     assert.ok(all.length >= 8, `grants in 2 s: ${all.length}`);
-    for (const g of per) assert.ok(g.length >= 1, 'every replica got some');
+    // First come, first served at Redis: no replica starves.
+    for (const g of per) assert.ok(g.length >= 2, `grants per replica: ${per.map((x) => x.length).join(' / ')}`);
   });
 
   it('5/s across three replica processes: never more than 6 starts in any 1 s window', async () => {
     const fleetKey = `budget-procs-${process.pid}`;
-    const startAt = Date.now() + 1_500; // after the three processes have started
+    const startAt = Date.now() + 1_200; // after the three processes have started
     const outputs = await Promise.all(
       [0, 1, 2].map(
         () =>
@@ -64,7 +67,7 @@ describe('fleet: one request budget for the fleet (real Redis)', function () {
     const all = outputs.flat();
     assert.ok(busiestSecond(all) <= 6, `busiest second: ${busiestSecond(all)}`);
     assert.ok(all.length >= 8, `grants in 2 s: ${all.length}`);
-    assert.ok(outputs.filter((g) => g.length > 0).length >= 2, 'the processes shared the budget');
+    assert.ok(outputs.every((g) => g.length >= 2), `grants per process: ${outputs.map((g) => g.length).join(' / ')}`);
   });
 
   it('a lower rate after a 429 spaces this replica further; no limit takes nothing from Redis; Redis away is "unavailable" with the fallback rate', async () => {

@@ -102,3 +102,21 @@ export async function eventually(cond: () => Promise<boolean>, what: string, tim
     await sleep(20);
   }
 }
+
+/** Samples every 10 ms which replicas may poll each token; remembers the worst moment. */
+export function ownershipSampler(replicas: () => Array<{ own: { mayPoll(token: string): boolean } }>, tokens: string[]) {
+  let worst = 0;
+  let worstToken = '';
+  const timer = setInterval(() => {
+    for (const t of tokens) {
+      const n = replicas().filter((r) => r.own.mayPoll(t)).length;
+      if (n > worst) [worst, worstToken] = [n, t];
+    }
+  }, 10);
+  return {
+    stop: () => clearInterval(timer),
+    get worst() {
+      return { owners: worst, token: worstToken };
+    },
+  };
+}

@@ -10,7 +10,7 @@ import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { OwnershipChange, WatchOwnership } from '../../../nodes/lib/fleet/ownership';
 import { Rendezvous } from '../../../nodes/lib/fleet/rendezvous';
 import { until } from '../../harness';
-import { eventually, fleetSuite, sleep, FAST } from './fleet-fixture';
+import { eventually, fleetSuite, ownershipSampler, sleep, FAST } from './fleet-fixture';
 
 const TOKENS = Array.from({ length: 300 }, (_, i) => `RFID-${String(i).padStart(4, '0')}`);
 
@@ -18,24 +18,6 @@ interface Replica {
   fleet: Fleet;
   own: WatchOwnership<{ n: number }>;
   changes: OwnershipChange<{ n: number }>[];
-}
-
-/** Samples every 10 ms which replicas may poll each token; remembers the worst moment. */
-export function ownershipSampler(replicas: () => Array<{ own: WatchOwnership<unknown> | WatchOwnership<{ n: number }> }>, tokens: string[]) {
-  let worst = 0;
-  let worstToken = '';
-  const timer = setInterval(() => {
-    for (const t of tokens) {
-      const n = replicas().filter((r) => r.own.mayPoll(t)).length;
-      if (n > worst) [worst, worstToken] = [n, t];
-    }
-  }, 10);
-  return {
-    stop: () => clearInterval(timer),
-    get worst() {
-      return { owners: worst, token: worstToken };
-    },
-  };
 }
 
 describe('fleet: watched tokens owned through leases (real Redis)', function () {
@@ -101,9 +83,9 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     const [a, b] = [replica(), replica()];
     const token = 'RFID-STATE';
     await a.own.watch([token]);
-    await until(() => a.own.mayPoll(token) || b.own.mayPoll(token), 'an owner');
+    await until(() => [a, b].every((r) => r.own.replicas().length === 2) && a.own.mayPoll(token) !== b.own.mayPoll(token), 'one owner, both replicas seen');
     const [owner, other] = a.own.mayPoll(token) ? [a, b] : [b, a];
-    const acquired = owner.changes.flatMap((c) => c.acquired).find((x) => x.token === token);
+    const acquired = owner.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
     assert.deepEqual(acquired, { token, saved: null }, 'nothing reported yet');
     assert.deepEqual(await owner.own.commit(token, { n: 1 }), { ok: true, rev: 1 });
     assert.deepEqual(await owner.own.commit(token, { n: 2 }), { ok: true, rev: 2 });
@@ -112,7 +94,7 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     assert.equal(!refused.ok && refused.reason, 'not-owner');
     await owner.fleet.close();
     await until(() => other.own.mayPoll(token), 'the other replica took over');
-    const resumed = other.changes.flatMap((c) => c.acquired).find((x) => x.token === token);
+    const resumed = other.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
     assert.deepEqual(resumed?.saved, { rev: 2, state: { n: 2 } }, 'the new owner resumes from the last committed state');
     assert.deepEqual(await other.own.commit(token, null), { ok: true, rev: 3 }, 'an end is kept as a tombstone with its revision');
   });
@@ -134,9 +116,9 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
   it('unwatch through any replica stops the owner and forgets the state; a Redis that lost its data gets the list back', async () => {
     const [a, b] = [replica(), replica()];
     await a.own.watch(['RFID-A', 'RFID-B', 'RFID-C']);
-    await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-B', 'RFID-C']), 'owned');
+    await until(() => [a, b].every((r) => r.own.replicas().length === 2) && exactlyOnce([a, b], ['RFID-A', 'RFID-B', 'RFID-C']), 'owned, both replicas seen');
     await b.own.unwatch(['RFID-B']);
-    await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']), 'RFID-B dropped everywhere');
+    await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']) && a.own.watched().length === 2, 'RFID-B dropped everywhere');
     assert.ok([a, b].some((r) => r.changes.some((c) => c.released.some((x) => x.token === 'RFID-B' && x.reason === 'unwatched'))));
     const admin = suite.redis.admin();
     await admin.flushall();

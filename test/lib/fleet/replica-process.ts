@@ -3,7 +3,7 @@
  * separate processes (a kill -9 has to kill something). Started by
  * spawnReplica() with one JSON argument:
  *
- * - budget: takes from the fleet's budget as fast as it lets it between
+ * - budget: takes from the fleet's budget (reserving up to 1 s ahead) as fast as it lets it between
  *   startAt and startAt + durationMs (epoch ms), then prints the grant times
  *   (Redis's clock, µs) as one JSON line and exits.
  * - watch: joins a watch scope over the given tokens and reports the tokens
@@ -34,9 +34,11 @@ async function budget(task: Extract<ReplicaTask, { mode: 'budget' }>): Promise<v
   const grants: number[] = [];
   const end = task.startAt + task.durationMs;
   while (Date.now() < end) {
-    const take = await shared.tryTake();
-    if (take.kind === 'go') grants.push(take.atUs);
-    else if (take.kind === 'wait') await new Promise((r) => setTimeout(r, take.waitMs));
+    const take = await shared.take(1_000);
+    if (take.kind === 'go') {
+      grants.push(take.atUs);
+      await new Promise((r) => setTimeout(r, take.delayMs));
+    } else if (take.kind === 'wait') await new Promise((r) => setTimeout(r, take.waitMs));
     else throw take.error;
   }
   await fleet.close();
