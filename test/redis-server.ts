@@ -2,7 +2,7 @@
  * A real Redis for the coordination tests: Debian's redis-server on a free
  * loopback port with a temporary directory, stopped after the suite. It can be
  * stopped and started again mid-test on the same port with its data (append
- * only file), or frozen (SIGSTOP: sockets open, no answers). Optional: a
+ * only file, unless persist is false), or frozen (SIGSTOP: sockets open, no answers). Optional: a
  * password (requirepass) and TLS (a private CA from tls-certs.ts).
  *
  * Without redis-server the suites are skipped, unless CHARGING_REQUIRE_REDIS
@@ -20,6 +20,8 @@ export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/sbin/redis-server', 
 export interface RedisServerOptions {
   /** requirepass */
   password?: string;
+  /** keep the data across stop()/start() in an append-only file (default true); false: no persistence, as a cache */
+  persist?: boolean;
   /** TLS only (no plain port): server certificate and key, and the CA that signed them */
   tls?: { cert: Buffer; key: Buffer; ca: Buffer };
 }
@@ -114,7 +116,9 @@ export class RedisServer {
   }
 
   private args(): string[] {
-    const a = ['--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always', '--protected-mode', 'no', '--daemonize', 'no', '--logfile', ''];
+    // everysec: Redis writes the file on SIGTERM before it exits, so stop()/start() keeps everything.
+    const persist = this.options.persist === false ? ['--appendonly', 'no'] : ['--appendonly', 'yes', '--appendfsync', 'everysec'];
+    const a = ['--bind', '127.0.0.1', '--dir', this.dir, '--save', '', ...persist, '--protected-mode', 'no', '--daemonize', 'no', '--logfile', ''];
     if (this.options.password) a.push('--requirepass', this.options.password);
     const tls = this.options.tls;
     if (!tls) return [...a, '--port', String(this.port)];
