@@ -101,6 +101,7 @@ export class WatchOwnership<S> {
   private version: string | null = null;
   private live: string[] = [];
   private closed = false;
+  private running: Promise<void> | null = null;
   private readonly now: () => number;
   /** lease time less the margin for latency and clock-rate drift */
   private readonly validMs: number;
@@ -161,27 +162,26 @@ export class WatchOwnership<S> {
   }
 
   /** One cycle: membership, watch list, leases. Run by the fleet's loop; never throws. */
-  async cycle(): Promise<void> {
-    if (this.closed) return;
-    this.expireLapsed();
-    try {
-      await this.heartbeat(false);
-      if (this.closed) return;
-      await this.syncLeases();
-    } catch (err) {
-      this.reportError(err);
-    }
+  cycle(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.running ??= this.runCycle().finally(() => (this.running = null));
+    return this.running;
   }
 
   /** Stops polling everything, gives the leases back and leaves the scope, so that others take over at once. */
   async close(): Promise<void> {
     if (this.closed) return;
-    const tokens = [...this.held.keys()];
-    this.drop(tokens, 'closed', 'the watch was closed');
+    const tokens = new Set(this.held.keys());
+    this.drop([...tokens], 'closed', 'the watch was closed');
     this.closed = true;
+    // A cycle on its way may still take leases: let it end (bounded by the command timeout), then give back all.
+    await this.running?.catch(() => undefined);
+    for (const t of this.held.keys()) tokens.add(t);
+    this.held.clear();
     try {
-      for (let i = 0; i < tokens.length; i += LEASE_BATCH) {
-        const batch = tokens.slice(i, i + LEASE_BATCH);
+      const all = [...tokens];
+      for (let i = 0; i < all.length; i += LEASE_BATCH) {
+        const batch = all.slice(i, i + LEASE_BATCH);
         await this.ctx.connection.eval(LEASES, batch.map((t) => this.keys.lease(t)), [this.ctx.replicaId, this.ctx.leaseMs, 0]);
       }
       await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members], [this.ctx.replicaId, this.ctx.leaseMs, '', '1']);
@@ -200,6 +200,17 @@ export class WatchOwnership<S> {
       else this.list.delete(t);
     }
     this.ctx.kick();
+  }
+
+  private async runCycle(): Promise<void> {
+    this.expireLapsed();
+    try {
+      await this.heartbeat();
+      if (this.closed) return;
+      await this.syncLeases();
+    } catch (err) {
+      this.reportError(err);
+    }
   }
 
   private async commitNow(token: string, h: Held, state: S | null): Promise<CommitResult> {
@@ -221,8 +232,8 @@ export class WatchOwnership<S> {
   }
 
   /** Renews this replica's membership, reads the live members and, when it changed, the watch list. */
-  private async heartbeat(leave: boolean): Promise<void> {
-    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', leave ? '1' : '0'])) as unknown[];
+  private async heartbeat(): Promise<void> {
+    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', '0'])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
     this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
     if (version === null && this.list.size > 0) {
@@ -255,10 +266,10 @@ export class WatchOwnership<S> {
       const want = batch.filter((t) => wantedSet.has(t)).length;
       const sentAt = this.now();
       const res = (await this.ctx.connection.eval(LEASES, batch.map((t) => this.keys.lease(t)), [me, this.ctx.leaseMs, want])) as number[];
-      if (this.closed) return;
+      // Recorded even when closed meanwhile: close() gives back every lease held, these included.
       for (let j = 0; j < want; j++) this.renewed(batch[j], res[j], sentAt + this.validMs, acquired);
     }
-    if (acquired.length > 0) await this.announce(acquired);
+    if (acquired.length > 0 && !this.closed) await this.announce(acquired);
   }
 
   /** The outcome of one wanted lease: kept, newly held (pushed to `acquired`), or held by another replica. */

@@ -127,6 +127,22 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']), 'owned again');
   });
 
+  it('closing a watch at any moment of a cycle leaves no lease of it in Redis (the others need not wait for a lapse)', async () => {
+    const admin = suite.redis.admin();
+    for (let i = 0; i < 8; i++) {
+      const fleet = suite.replica();
+      const scope = `close-race-${i}`;
+      const own = fleet.ownership<unknown>(scope);
+      await own.watch(TOKENS.slice(0, 40)); // kicks a cycle that takes 40 leases
+      await sleep(i * 3);
+      await fleet.closeOwnership(scope);
+      const keys = await admin.keys(`${fleet.keys.prefix}w:*:lease:*`);
+      const holders = keys.length ? await admin.mget(...keys) : [];
+      assert.deepEqual(holders.filter((h) => h === fleet.replicaId), [], `close ${i * 3} ms after the watch`);
+      assert.equal(own.owned().length, 0);
+    }
+  });
+
   it('after close() nothing more is written to Redis, although the loop was busy', async () => {
     const a = replica();
     await a.own.watch(TOKENS.slice(0, 50));
