@@ -42,10 +42,10 @@ describe('fleet: one request budget for the fleet (real Redis)', function () {
   it('5/s across three replicas in one process: never more than 6 starts in any 1 s window, and the rate is used', async () => {
     const replicas = [suite.replica(), suite.replica(), suite.replica()];
     await Promise.all(replicas.map((f) => f.connection.open()));
-    const per = await Promise.all(replicas.map((f) => takeFor(f.budget(5), 2_000)));
+    const per = await Promise.all(replicas.map((f) => takeFor(f.budget(5), 1_500)));
     const all = per.flat();
     assert.ok(busiestSecond(all) <= 6, `busiest second: ${busiestSecond(all)}`);
-    assert.ok(all.length >= 8, `grants in 2 s: ${all.length}`);
+    assert.ok(all.length >= 7, `grants in 1.5 s: ${all.length}`);
     // First come, first served at Redis: no replica starves.
     for (const g of per) assert.ok(g.length >= 2, `grants per replica: ${per.map((x) => x.length).join(' / ')}`);
   });
@@ -57,7 +57,7 @@ describe('fleet: one request budget for the fleet (real Redis)', function () {
       [0, 1, 2].map(
         () =>
           new Promise<number[]>((resolve, reject) => {
-            const child = spawnReplica({ mode: 'budget', url: suite.redis.url, fleetKey, limit: 5, startAt, durationMs: 2_000 });
+            const child = spawnReplica({ mode: 'budget', url: suite.redis.url, fleetKey, limit: 5, startAt, durationMs: 1_500 });
             let out = '';
             child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
             child.on('exit', (code) => (code === 0 ? resolve((JSON.parse(out) as { grants: number[] }).grants) : reject(new Error(`replica exited ${code}`))));
@@ -66,7 +66,7 @@ describe('fleet: one request budget for the fleet (real Redis)', function () {
     );
     const all = outputs.flat();
     assert.ok(busiestSecond(all) <= 6, `busiest second: ${busiestSecond(all)}`);
-    assert.ok(all.length >= 8, `grants in 2 s: ${all.length}`);
+    assert.ok(all.length >= 7, `grants in 1.5 s: ${all.length}`);
     assert.ok(outputs.every((g) => g.length >= 2), `grants per process: ${outputs.map((g) => g.length).join(' / ')}`);
   });
 

@@ -140,7 +140,7 @@ describe('fleet: losing a replica or Redis (real Redis, real processes)', functi
       assert.equal((await rs[0].fleet.commands.claim({ action: 'STOP', token, locationId: 'L', evseId: '1' }, 100)).role, 'unavailable');
       assert.equal((await rs[0].fleet.budget(5).tryTake()).kind, 'unavailable');
       await assert.rejects(rs[0].own.watch(['RFID-NEW']), (e: Error) => /Redis/.test(e.message));
-      await sleep(1_000);
+      await sleep(300);
       await suite.redis.start();
       await until(() => settled(rs, TOKENS), 'owned again', 10_000);
       for (const r of rs) assert.deepEqual(r.health.map((h) => h.up), [true, false, true], 'up, down once, up once');

@@ -30,20 +30,20 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
   });
 
   it('one token request per lifetime across three replicas (renewed once for the fleet, not once per replica)', async () => {
-    sim = await startSimulator({ tokenLifetimeSec: 2 });
+    sim = await startSimulator({ tokenLifetimeSec: 1 });
     let fetched = 0;
     const fetch = simulatorToken(sim);
     const counted = () => ((fetched += 1), fetch());
-    const opts = { renewMarginMs: 1_000, minLifetimeMs: 500 };
+    const opts = { renewMarginMs: 1_000, minLifetimeMs: 300 };
     const replicas = [suite.replica({ token: opts }), suite.replica({ token: opts }), suite.replica({ token: opts })];
     const caches = replicas.map((f) => new TokenCache(() => f.tokens.fetch(counted), opts));
     const values = new Set<string>();
-    const until = Date.now() + 4_500;
+    const until = Date.now() + 2_300;
     while (Date.now() < until) {
       for (const c of caches) values.add((await c.get()).value);
       await sleep(20);
     }
-    // 2 s tokens renewed 0.2 s before their end over 4.5 s: 3 requests for the fleet (alone, each replica would make 3).
+    // 1 s tokens renewed 0.1 s before their end, over 2.3 s: 3 requests for the fleet (alone, each replica would make 3).
     assert.equal(sim.counters.tokenRequests, fetched);
     assert.ok(fetched >= 2 && fetched <= 4, `token requests: ${fetched}`);
     assert.equal(values.size, fetched, 'every replica used the tokens the fleet fetched, and no other');
