@@ -336,6 +336,36 @@ export class FleetConnection {
   }
 }
 
+/**
+ * Tells the failures of background work (the heartbeat, a watch cycle) once
+ * per streak of the same failure, and not at all while health is down: the
+ * health change has said it already, and a cycle every 2 s must not become a
+ * log line every 2 s.
+ */
+export class FailureReporter {
+  private last: string | null = null;
+
+  constructor(
+    private readonly connection: FleetConnection,
+    private readonly sink?: (err: ChargingError) => void,
+  ) {}
+
+  failed(err: unknown, what: string): void {
+    const error = this.connection.toError(err, what);
+    if (error.code === 'CLOSED' || this.connection.isClosed || !this.connection.health.up || error.message === this.last) return;
+    this.last = error.message;
+    try {
+      this.sink?.(error);
+    } catch {
+      // nothing left to tell
+    }
+  }
+
+  succeeded(): void {
+    this.last = null;
+  }
+}
+
 function tlsFailure(code: string, message: string): string | null {
   if (/CERT|SELF_SIGNED|UNABLE_TO|ERR_SSL|ERR_TLS|EPROTO|HOSTNAME_MISMATCH/.test(code)) return code;
   const m = /(self[- ]signed certificate|unable to verify|certificate has expired|Hostname\/IP does not match|wrong version number|alert)/i.exec(message);

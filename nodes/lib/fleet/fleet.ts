@@ -17,7 +17,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
-import { FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
+import { FailureReporter, FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
 import { HEARTBEAT } from './scripts';
 import { SharedTokenStore, type SharedTokenOptions } from './token-store';
@@ -74,6 +74,7 @@ export class Fleet {
   private running: Promise<void> | null = null;
   private again = false;
   private closing: Promise<void> | null = null;
+  private readonly failures: FailureReporter;
 
   constructor(private readonly options: FleetOptions) {
     this.keys = new FleetKeys(options.fleetKey);
@@ -82,6 +83,7 @@ export class Fleet {
     this.leaseMs = options.leaseMs ?? 3 * this.cycleMs;
     if (!(this.leaseMs >= 2 * this.cycleMs)) throw new ChargingError('CONFIG', `Coordinate replicas: the lease time (${this.leaseMs} ms) must be at least two cycles (${2 * this.cycleMs} ms)`);
     this.connection = new FleetConnection({ ...options, name: options.name ?? `chargectl-${this.replicaId}`.replace(/[^\x21-\x7e]/g, '_') });
+    this.failures = new FailureReporter(this.connection, options.onError);
     const ctx = { connection: this.connection, keys: this.keys, replicaId: this.replicaId, onWarning: options.onWarning };
     this.tokens = new SharedTokenStore(ctx, options.token);
     this.commands = new CommandDedup(ctx, options.dedup);
@@ -176,8 +178,9 @@ export class Fleet {
     this.schedule(this.cycleMs);
     try {
       await this.heartbeat();
+      this.failures.succeeded();
     } catch (err) {
-      this.report(err);
+      if (!this.closing) this.failures.failed(err, 'heartbeat');
     }
     for (const s of [...this.scopes.values()]) {
       if (this.closing) return;
@@ -193,17 +196,6 @@ export class Fleet {
     const live: ReplicaInfo[] = [];
     for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseInfo(res[i + 1]), id: String(res[i]) });
     if (!this.closing) this.live = live;
-  }
-
-  private report(err: unknown): void {
-    if (this.closing) return;
-    const error = this.connection.toError(err, 'heartbeat');
-    if (error.code === 'CLOSED') return;
-    try {
-      this.options.onError?.(error);
-    } catch {
-      // nothing left to tell
-    }
   }
 }
 

@@ -31,7 +31,7 @@
  */
 import { ChargingError } from '../errors';
 import { monotonicNow } from '../clock';
-import type { FleetConnection } from './connection';
+import { FailureReporter, type FleetConnection } from './connection';
 import type { ScopeKeys } from './keys';
 import { Rendezvous } from './rendezvous';
 import { COMMIT_STATE, HEARTBEAT, LEASES, WATCH_LIST } from './scripts';
@@ -102,6 +102,7 @@ export class WatchOwnership<S> {
   private live: string[] = [];
   private closed = false;
   private running: Promise<void> | null = null;
+  private readonly failures: FailureReporter;
   private readonly now: () => number;
   /** lease time less the margin for latency and clock-rate drift */
   private readonly validMs: number;
@@ -113,6 +114,7 @@ export class WatchOwnership<S> {
     private readonly options: OwnershipOptions<S> = {},
   ) {
     this.now = ctx.now ?? monotonicNow;
+    this.failures = new FailureReporter(ctx.connection, options.onError);
     this.validMs = ctx.leaseMs - Math.max(50, Math.min(1000, ctx.leaseMs / 10));
   }
 
@@ -208,8 +210,9 @@ export class WatchOwnership<S> {
       await this.heartbeat();
       if (this.closed) return;
       await this.syncLeases();
+      this.failures.succeeded();
     } catch (err) {
-      this.reportError(err);
+      if (!this.closed) this.failures.failed(err, `watch ${this.scope}`);
     }
   }
 
@@ -333,18 +336,7 @@ export class WatchOwnership<S> {
     try {
       this.options.onChange?.(change);
     } catch (err) {
-      this.reportError(new ChargingError('INTERNAL', `Ownership change of watch ${this.scope}: ${(err as Error)?.message ?? String(err)}`));
-    }
-  }
-
-  private reportError(err: unknown): void {
-    if (this.closed) return;
-    const error = err instanceof ChargingError ? err : this.ctx.connection.toError(err, 'watch cycle');
-    if (error.code === 'CLOSED') return;
-    try {
-      this.options.onError?.(error);
-    } catch {
-      // nothing left to tell
+      if (!this.closed) this.failures.failed(new ChargingError('INTERNAL', `Ownership change of watch ${this.scope}: ${(err as Error)?.message ?? String(err)}`), 'watch');
     }
   }
 }

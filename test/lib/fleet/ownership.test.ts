@@ -127,6 +127,22 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']), 'owned again');
   });
 
+  it('a listener that throws is reported through onError, once, and the ownership goes on', async () => {
+    const errors: string[] = [];
+    const fleet = suite.replica();
+    const own = fleet.ownership<unknown>('throwing', {
+      onChange: () => {
+        throw new Error('listener broke');
+      },
+      onError: (e) => errors.push(e.message),
+    });
+    await own.watch(['RFID-1', 'RFID-2']);
+    await until(() => own.owned().length === 2, 'owned');
+    await sleep(FAST.cycleMs * 4); // cycles with nothing new: nothing more to tell
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0], /listener broke/);
+  });
+
   it('closing a watch at any moment of a cycle leaves no lease of it in Redis (the others need not wait for a lapse)', async () => {
     const admin = suite.redis.admin();
     for (let i = 0; i < 8; i++) {

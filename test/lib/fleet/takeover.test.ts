@@ -148,6 +148,7 @@ describe('fleet: losing a replica or Redis (real Redis, real processes)', functi
       sampler.stop();
     }
     assert.equal(sampler.worst.owners, 1);
-    assert.ok(suite.reported.length > 0, 'the loop reported the outage');
+    // Health told the outage once per replica; the loop's failed cycles (about ten each) are not told again.
+    assert.ok(suite.reported.filter((t) => t.startsWith('error')).length <= rs.length, suite.reported.join('\n'));
   });
 });
