@@ -1,0 +1,113 @@
+/**
+ * The fleet key and the Redis keys under it (docs/fleet.md, "Keys").
+ *
+ * Replicas coordinate when their configurations have the same fleet key. By
+ * default it is derived from what identifies the service account: the base
+ * URL, the token URL and the client ID, hashed (so that no URL or client ID is
+ * readable in Redis), and never from the client secret: a rotated secret
+ * keeps the fleet, and nothing about the secret reaches Redis. Several
+ * configurations, and several fleets, can share one Redis.
+ *
+ * Every key of a fleet starts with `chargectl:{<fleet key>}:`. The braces are a
+ * Redis Cluster hash tag: all keys of a fleet live in one slot, so a Lua
+ * script may touch several of them.
+ */
+import { createHash } from 'node:crypto';
+import { ChargingError } from '../errors';
+
+/** A fleet key given by the user: short, printable, no braces (they would break the hash tag). */
+export const FLEET_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export interface FleetIdentity {
+  baseUrl: string;
+  tokenUrl: string;
+  clientId: string;
+}
+
+/**
+ * The fleet key: the user's, checked, or one derived from the base URL, the
+ * token URL and the client ID ("f-" and 20 hex digits of a SHA-256).
+ */
+export function fleetKeyFor(identity: FleetIdentity, given?: string): string {
+  const key = typeof given === 'string' ? given.trim() : '';
+  if (key !== '') {
+    if (!FLEET_KEY_PATTERN.test(key)) {
+      throw new ChargingError('CONFIG', 'Fleet key: use 1 to 64 letters, digits and . _ : - (it names the fleet in Redis)', { field: 'fleetKey' });
+    }
+    return key;
+  }
+  const norm = (u: string) => String(u ?? '').trim().replace(/\/+$/, '');
+  const digest = createHash('sha256').update(JSON.stringify([norm(identity.baseUrl), norm(identity.tokenUrl), String(identity.clientId ?? '')])).digest('hex');
+  return `f-${digest.slice(0, 20)}`;
+}
+
+/** Short, stable, key-safe name for anything a key is made from (a scope, a command). */
+export function digestOf(parts: unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 32);
+}
+
+/** The names of a fleet's keys; nothing else builds a key. */
+export class FleetKeys {
+  readonly prefix: string;
+
+  constructor(readonly fleetKey: string) {
+    if (!FLEET_KEY_PATTERN.test(fleetKey)) throw new ChargingError('CONFIG', `Fleet key "${fleetKey.slice(0, 70)}" is not valid`, { field: 'fleetKey' });
+    this.prefix = `chargectl:{${fleetKey}}:`;
+  }
+
+  /** the shared access token (a secret: Redis must be private) and its lifetime */
+  get token(): string {
+    return `${this.prefix}token`;
+  }
+
+  /** held by the one replica fetching a token (single flight across replicas) */
+  get tokenLock(): string {
+    return `${this.prefix}token:lock`;
+  }
+
+  /** the fleet's request budget: when the next request may start (server µs) */
+  get budget(): string {
+    return `${this.prefix}budget`;
+  }
+
+  /** live replicas: sorted set, member = replica id, score = when its heartbeat lapses (server ms) */
+  get replicas(): string {
+    return `${this.prefix}replicas`;
+  }
+
+  /** what each live replica says about itself (host, pid, tokens owned): hash replica id -> JSON */
+  get replicaInfo(): string {
+    return `${this.prefix}replicas:info`;
+  }
+
+  /** a START/STOP being sent, then its outcome: one key per command (action, token, location, connector) */
+  command(digest: string): string {
+    return `${this.prefix}cmd:${digest}`;
+  }
+
+  /** the keys of one watch scope (a watch node: the same id on every replica) */
+  scope(scope: string): ScopeKeys {
+    const id = digestOf(['scope', scope]).slice(0, 16);
+    const p = `${this.prefix}w:${id}:`;
+    return {
+      list: `${p}list`,
+      version: `${p}ver`,
+      members: `${p}members`,
+      state: `${p}state`,
+      lease: (token: string) => `${p}lease:${token}`,
+    };
+  }
+}
+
+export interface ScopeKeys {
+  /** the watched tokens (set) */
+  list: string;
+  /** bumped at every change of the list, so that replicas read the list only when it changed */
+  version: string;
+  /** replicas running this scope: sorted set as `replicas` */
+  members: string;
+  /** each token's last reported state: hash token -> "<rev>:<JSON>" */
+  state: string;
+  /** who polls a token: value = replica id, with a TTL */
+  lease(token: string): string;
+}

@@ -1,0 +1,361 @@
+/**
+ * Which replica polls which watched token (docs/fleet.md, "Leases and
+ * hand-over"), for one watch scope: a watch node, which has the same id on
+ * every replica.
+ *
+ * - The watch list lives in Redis (a set), so a token watched through one
+ *   replica is watched by the fleet. Each replica reads it when its version
+ *   changed.
+ * - Every cycle a replica renews its membership of the scope (a sorted set
+ *   scored by when the membership lapses, on Redis's clock) and reads the live
+ *   members. Rendezvous hashing over them says which tokens it should own.
+ * - It holds a lease per owned token (`SET lease NX PX`, renewed by a Lua
+ *   check of the holder), and polls a token only while its lease is valid by
+ *   its own monotonic clock: from the moment the renewal was *sent* plus the
+ *   lease time, less a safety margin. Redis sets the expiry later than that,
+ *   so a replica stops polling before any other can take the lease: two
+ *   replicas never poll one token at the same time, even when this one lost
+ *   Redis.
+ * - A token that hashing gives to another replica is dropped locally first
+ *   (onChange), then its lease is deleted (only if still ours): the new owner
+ *   takes it at its next cycle. A replica killed without releasing: its
+ *   membership and its leases lapse after the lease time, and the others take
+ *   over at their next cycle: within the lease time plus one cycle.
+ * - Each token's last reported state (the watcher's SavedState, opaque here)
+ *   is kept in Redis with a revision. commit() writes it only while the lease
+ *   is ours and the revision is the one we loaded (compare-and-set in Lua).
+ *   The caller commits *before* it emits, and emits only what was committed:
+ *   a replica that takes a token over loads the committed state and so emits
+ *   nothing already emitted; a replica that lost its lease cannot commit, so
+ *   it emits nothing either.
+ */
+import { ChargingError } from '../errors';
+import { monotonicNow } from '../clock';
+import { FailureReporter, type FleetConnection } from './connection';
+import type { ScopeKeys } from './keys';
+import { Rendezvous } from './rendezvous';
+import { COMMIT_STATE, HEARTBEAT, LEASES, WATCH_LIST } from './scripts';
+
+/** A token's state as kept in Redis: its revision, and the state (null: no session, after an end). */
+export interface SavedEntry<S> {
+  rev: number;
+  state: S | null;
+}
+
+export interface AcquiredToken<S> {
+  token: string;
+  /** what Redis holds for it; null when Redis holds nothing (never reported, or Redis lost its data) */
+  saved: SavedEntry<S> | null;
+}
+
+export type ReleaseReason = 'rebalanced' | 'unwatched' | 'lease-lost' | 'closed';
+
+export interface ReleasedToken {
+  token: string;
+  reason: ReleaseReason;
+  /** e.g. "lease lost at 2026-11-25T10:00:00.000Z (Redis unreachable)" */
+  message: string;
+}
+
+export interface OwnershipChange<S> {
+  /** tokens this replica polls from now on, with the state to resume from */
+  acquired: AcquiredToken<S>[];
+  /** tokens this replica must stop polling (already stopped: mayPoll says false) */
+  released: ReleasedToken[];
+}
+
+export type CommitResult = { ok: true; rev: number } | { ok: false; reason: 'not-owner' | 'stale' | 'unavailable'; message: string };
+
+export interface OwnershipOptions<S> {
+  /** told synchronously about tokens gained and lost; a listener that throws is reported to onError */
+  onChange?: (change: OwnershipChange<S>) => void;
+  onError?: (err: ChargingError) => void;
+}
+
+/** What a scope needs from its fleet. */
+export interface ScopeContext {
+  connection: FleetConnection;
+  replicaId: string;
+  leaseMs: number;
+  /** asks the fleet for a cycle soon (after a change of the watch list) */
+  kick(): void;
+  now?: () => number;
+}
+
+interface Held {
+  /** monotonic ms until which this replica may poll the token */
+  validUntil: number;
+  rev: number;
+  /** false from the lease's acquisition until the state is loaded and onChange told: not polled meanwhile */
+  announced: boolean;
+  /** commits of one token run one after the other (each expects the revision the last one wrote) */
+  chain: Promise<unknown>;
+}
+
+/** Leases are taken and renewed in batches of this many keys: one short script each. */
+const LEASE_BATCH = 500;
+
+export class WatchOwnership<S> {
+  private readonly held = new Map<string, Held>();
+  private list = new Set<string>();
+  private version: string | null = null;
+  private live: string[] = [];
+  private closed = false;
+  private running: Promise<void> | null = null;
+  private readonly failures: FailureReporter;
+  private readonly now: () => number;
+  /** lease time less the margin for latency and clock-rate drift */
+  private readonly validMs: number;
+
+  constructor(
+    readonly scope: string,
+    private readonly ctx: ScopeContext,
+    private readonly keys: ScopeKeys,
+    private readonly options: OwnershipOptions<S> = {},
+  ) {
+    this.now = ctx.now ?? monotonicNow;
+    this.failures = new FailureReporter(ctx.connection, options.onError);
+    this.validMs = ctx.leaseMs - Math.max(50, Math.min(1000, ctx.leaseMs / 10));
+  }
+
+  /** May this replica poll the token now? Synchronous: ask it before every poll. */
+  mayPoll(token: string): boolean {
+    const h = this.held.get(token);
+    return !this.closed && h !== undefined && h.announced && this.now() < h.validUntil;
+  }
+
+  /** The tokens this replica owns now. */
+  owned(): string[] {
+    return [...this.held.keys()].filter((t) => this.mayPoll(t));
+  }
+
+  /** The live replicas of this scope at the last cycle (sorted). */
+  replicas(): string[] {
+    return [...this.live];
+  }
+
+  /** The fleet's watch list as last read. */
+  watched(): string[] {
+    return [...this.list];
+  }
+
+  /** Adds tokens to the fleet's watch list (idempotent: every replica may add the same ones). */
+  async watch(tokens: Iterable<string>): Promise<void> {
+    await this.changeList('+', [...tokens]);
+  }
+
+  /** Removes tokens from the fleet's watch list, and their states. */
+  async unwatch(tokens: Iterable<string>): Promise<void> {
+    await this.changeList('-', [...tokens]);
+  }
+
+  /**
+   * Keeps a token's new state, only while this replica holds its lease and
+   * nobody wrote since (see the file comment). Emit the events only when the
+   * result is ok; otherwise keep the previous state and decide again at the
+   * next poll. Never throws.
+   */
+  commit(token: string, state: S | null): Promise<CommitResult> {
+    const h = this.held.get(token);
+    if (!h || !this.mayPoll(token)) return Promise.resolve({ ok: false, reason: 'not-owner', message: `${token} is not owned by this replica` });
+    const next = h.chain.then(() => this.commitNow(token, h, state));
+    h.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  /** One cycle: membership, watch list, leases. Run by the fleet's loop; never throws. */
+  cycle(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.running ??= this.runCycle().finally(() => (this.running = null));
+    return this.running;
+  }
+
+  /** Stops polling everything, gives the leases back and leaves the scope, so that others take over at once. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    const tokens = new Set(this.held.keys());
+    this.drop([...tokens], 'closed', 'the watch was closed');
+    this.closed = true;
+    // A cycle on its way may still take leases: let it end (bounded by the command timeout), then give back all.
+    await this.running?.catch(() => undefined);
+    for (const t of this.held.keys()) tokens.add(t);
+    this.held.clear();
+    try {
+      const all = [...tokens];
+      for (let i = 0; i < all.length; i += LEASE_BATCH) {
+        const batch = all.slice(i, i + LEASE_BATCH);
+        await this.ctx.connection.eval(LEASES, batch.map((t) => this.keys.lease(t)), [this.ctx.replicaId, this.ctx.leaseMs, 0]);
+      }
+      await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members], [this.ctx.replicaId, this.ctx.leaseMs, '', '1']);
+    } catch {
+      // Redis away or already closed: the leases lapse by themselves
+    }
+  }
+
+  private async changeList(op: '+' | '-', tokens: string[]): Promise<void> {
+    if (this.closed) throw new ChargingError('CLOSED', 'The watch was closed');
+    if (tokens.length === 0) return;
+    const keys = [this.keys.list, this.keys.version, this.keys.state];
+    for (let i = 0; i < tokens.length; i += LEASE_BATCH) await this.ctx.connection.eval(WATCH_LIST, keys, [op, ...tokens.slice(i, i + LEASE_BATCH)]);
+    for (const t of tokens) {
+      if (op === '+') this.list.add(t);
+      else this.list.delete(t);
+    }
+    this.ctx.kick();
+  }
+
+  private async runCycle(): Promise<void> {
+    this.expireLapsed();
+    try {
+      await this.heartbeat();
+      if (this.closed) return;
+      await this.syncLeases();
+      this.failures.succeeded();
+    } catch (err) {
+      if (!this.closed) this.failures.failed(err, `watch ${this.scope}`);
+    }
+  }
+
+  private async commitNow(token: string, h: Held, state: S | null): Promise<CommitResult> {
+    if (this.held.get(token) !== h || !this.mayPoll(token)) return { ok: false, reason: 'not-owner', message: `${token} is no longer owned by this replica` };
+    let res: unknown;
+    try {
+      res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state)]);
+    } catch (err) {
+      return { ok: false, reason: 'unavailable', message: this.ctx.connection.toError(err, 'keeping a state').message };
+    }
+    if (typeof res === 'number' && res > 0) {
+      h.rev = res;
+      return { ok: true, rev: res };
+    }
+    const stale = Array.isArray(res);
+    const message = stale ? `the state of ${token} was changed by another replica` : `the lease on ${token} is held by another replica`;
+    if (this.held.get(token) === h) this.drop([token], 'lease-lost', `lease lost at ${new Date().toISOString()} (${message})`);
+    return { ok: false, reason: stale ? 'stale' : 'not-owner', message };
+  }
+
+  /** Renews this replica's membership, reads the live members and, when it changed, the watch list. */
+  private async heartbeat(): Promise<void> {
+    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', '0'])) as unknown[];
+    const version = typeof res[0] === 'string' ? res[0] : null;
+    this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
+    if (version === null && this.list.size > 0) {
+      // The list's version is never deleted: Redis lost its data (restarted without persistence). Put back the list we knew.
+      await this.changeList('+', [...this.list]);
+      return;
+    }
+    if (version !== this.version) {
+      const members = await this.ctx.connection.run('reading the watch list', (r) => r.smembers(this.keys.list));
+      this.list = new Set(members);
+      this.version = version;
+    }
+  }
+
+  private async syncLeases(): Promise<void> {
+    const hrw = new Rendezvous(this.live);
+    const me = this.ctx.replicaId;
+    const wanted = [...this.list].filter((t) => hrw.ownerOf(t) === me);
+    const wantedSet = new Set(wanted);
+    const leaving = [...this.held.keys()].filter((t) => !wantedSet.has(t));
+    // Stop polling first, then give the lease back: never a moment with two pollers.
+    for (const t of leaving) {
+      const reason: ReleaseReason = this.list.has(t) ? 'rebalanced' : 'unwatched';
+      this.drop([t], reason, reason === 'rebalanced' ? 'another replica owns it now' : 'it is no longer watched');
+    }
+    const all = [...wanted, ...leaving];
+    const acquired: string[] = [];
+    for (let i = 0; i < all.length; i += LEASE_BATCH) {
+      const batch = all.slice(i, i + LEASE_BATCH);
+      const want = batch.filter((t) => wantedSet.has(t)).length;
+      const sentAt = this.now();
+      const res = (await this.ctx.connection.eval(LEASES, batch.map((t) => this.keys.lease(t)), [me, this.ctx.leaseMs, want])) as number[];
+      // Recorded even when closed meanwhile: close() gives back every lease held, these included.
+      for (let j = 0; j < want; j++) this.renewed(batch[j], res[j], sentAt + this.validMs, acquired);
+    }
+    if (acquired.length > 0 && !this.closed) await this.announce(acquired);
+  }
+
+  /** The outcome of one wanted lease: kept, newly held (pushed to `acquired`), or held by another replica. */
+  private renewed(token: string, result: number, validUntil: number, acquired: string[]): void {
+    const h = this.held.get(token);
+    if (result === 0) {
+      if (h) this.drop([token], 'lease-lost', `lease lost at ${new Date().toISOString()} (another replica holds it)`);
+      return;
+    }
+    if (this.now() >= validUntil) return; // the answer came too late to poll on it
+    if (h) h.validUntil = validUntil;
+    else {
+      this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve() });
+      acquired.push(token);
+    }
+  }
+
+  /** Loads the states of newly held tokens and tells the caller. */
+  private async announce(tokens: string[]): Promise<void> {
+    let raw: Array<string | null>;
+    try {
+      raw = await this.ctx.connection.run('loading states', (r) => r.hmget(this.keys.state, ...tokens));
+    } catch (err) {
+      // Without the states we must not poll: give the leases up locally; the next cycle tries again.
+      for (const t of tokens) this.held.delete(t);
+      throw err;
+    }
+    if (this.closed) return;
+    const acquired: AcquiredToken<S>[] = [];
+    tokens.forEach((token, i) => {
+      const h = this.held.get(token);
+      if (!h) return;
+      const saved = parseSaved<S>(raw[i]);
+      h.rev = saved?.rev ?? 0;
+      h.announced = true;
+      acquired.push({ token, saved });
+    });
+    this.tell({ acquired, released: [] });
+  }
+
+  /** Local leases past their validity: stop polling them and say when they were lost. */
+  private expireLapsed(): void {
+    const now = this.now();
+    const lapsed: ReleasedToken[] = [];
+    for (const [token, h] of this.held) {
+      if (now < h.validUntil) continue;
+      this.held.delete(token);
+      const at = new Date(Date.now() - (now - h.validUntil)).toISOString();
+      lapsed.push({ token, reason: 'lease-lost', message: `lease lost at ${at} (not renewed in time: ${this.ctx.connection.health.reason ?? 'Redis answered too late'})` });
+    }
+    if (lapsed.length > 0) this.tell({ acquired: [], released: lapsed });
+  }
+
+  private drop(tokens: string[], reason: ReleaseReason, message: string): void {
+    const released: ReleasedToken[] = [];
+    for (const token of tokens) if (this.held.delete(token)) released.push({ token, reason, message });
+    if (released.length > 0) this.tell({ acquired: [], released });
+  }
+
+  private tell(change: OwnershipChange<S>): void {
+    try {
+      this.options.onChange?.(change);
+    } catch (err) {
+      if (!this.closed) this.failures.failed(new ChargingError('INTERNAL', `Ownership change of watch ${this.scope}: ${(err as Error)?.message ?? String(err)}`), 'watch');
+    }
+  }
+}
+
+/**
+ * "<rev>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
+ * state that cannot be read keeps its revision (so that the next commit can
+ * replace it) and counts as no session.
+ */
+export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | null {
+  if (typeof raw !== 'string') return null;
+  const colon = raw.indexOf(':');
+  const rev = Number(raw.slice(0, colon));
+  if (colon < 1 || !Number.isInteger(rev)) return null;
+  const json = raw.slice(colon + 1);
+  if (json === '') return { rev, state: null };
+  try {
+    return { rev, state: JSON.parse(json) as S };
+  } catch {
+    return { rev, state: null };
+  }
+}

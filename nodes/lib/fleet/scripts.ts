@@ -1,0 +1,186 @@
+/**
+ * The Lua scripts of the coordination (docs/fleet.md, "Scripts"). Each one is
+ * atomic in Redis: nothing runs between its reads and its writes, which is
+ * what makes a lease check-and-renew, a compare-and-set of a state or a take
+ * from the shared budget safe with any number of replicas. Times that must
+ * agree across machines come from Redis's own clock (TIME), never from a
+ * replica's. Every script touches only keys passed in KEYS, all under one
+ * fleet prefix (one cluster slot, see keys.ts).
+ */
+import { Script } from './connection';
+
+/** Redis's clock, in the scripts: ms and µs since the epoch. */
+const NOW = `
+local t = redis.call('TIME')
+local nowUs = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local nowMs = math.floor(nowUs / 1000)
+`;
+
+/**
+ * A replica says it is alive and reads who else is.
+ * KEYS: sorted set of members, hash of their info (the sorted set's name again
+ * when there is none), and optionally a version key to read. ARGV: replica id, ttl ms, info
+ * JSON ('' = none), leave ('1' = remove me). Returns {version or false, id1,
+ * info1, id2, info2, …} of the live members, pruning the dead ones.
+ */
+export const HEARTBEAT = new Script(
+  'heartbeat',
+  `${NOW}
+local me, ttl, info, leave = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+local withInfo = KEYS[2] ~= KEYS[1]
+if leave then
+  redis.call('ZREM', KEYS[1], me)
+  if withInfo then redis.call('HDEL', KEYS[2], me) end
+else
+  redis.call('ZADD', KEYS[1], nowMs + ttl, me)
+  if withInfo and info ~= '' then redis.call('HSET', KEYS[2], me, info) end
+end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+if #dead > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+  if withInfo then redis.call('HDEL', KEYS[2], unpack(dead)) end
+end
+-- A fleet nobody runs any more leaves nothing behind.
+redis.call('PEXPIRE', KEYS[1], ttl * 20)
+if withInfo then redis.call('PEXPIRE', KEYS[2], ttl * 20) end
+local out = { false }
+if #KEYS >= 3 then out[1] = redis.call('GET', KEYS[3]) end
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+for i = 1, #live do
+  out[#out + 1] = live[i]
+  out[#out + 1] = withInfo and redis.call('HGET', KEYS[2], live[i]) or ''
+end
+return out`,
+);
+
+/**
+ * Takes, renews and gives back leases in one call. KEYS: the lease keys, the
+ * first ARGV[3] of them wanted, the rest to be released. ARGV: replica id,
+ * lease ms, how many are wanted. For each wanted key: 2 = acquired now, 1 =
+ * renewed (already ours), 0 = held by another replica. Released keys are
+ * deleted only when they are ours (a lease that lapsed and was taken by
+ * another replica is left alone).
+ */
+export const LEASES = new Script(
+  'leases',
+  `local me, ttl, n = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local out = {}
+for i = 1, #KEYS do
+  local holder = redis.call('GET', KEYS[i])
+  if i <= n then
+    if holder == me then redis.call('PEXPIRE', KEYS[i], ttl); out[i] = 1
+    elseif not holder then redis.call('SET', KEYS[i], me, 'PX', ttl); out[i] = 2
+    else out[i] = 0 end
+  else
+    if holder == me then redis.call('DEL', KEYS[i]) end
+    out[i] = 0
+  end
+end
+return out`,
+);
+
+/**
+ * Compare-and-set of one token's reported state, only by its lease holder.
+ * KEYS: lease key, state hash. ARGV: replica id, token, expected revision,
+ * the new state's JSON ('' = no session: a tombstone that keeps the
+ * revision). Returns the new revision, -1 when the lease is not ours, or
+ * {-2, current revision} when the state moved on without us.
+ */
+export const COMMIT_STATE = new Script(
+  'commitState',
+  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local cur = redis.call('HGET', KEYS[2], ARGV[2])
+local rev = 0
+if cur then rev = tonumber(string.sub(cur, 1, string.find(cur, ':', 1, true) - 1)) end
+if rev ~= tonumber(ARGV[3]) then return { -2, rev } end
+rev = rev + 1
+redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[4])
+return rev`,
+);
+
+/**
+ * Adds or removes watched tokens and bumps the list's version when anything
+ * changed. KEYS: list, version, state hash. ARGV: '+' or '-', then tokens.
+ * Removing a token forgets its state too. Returns the version.
+ */
+export const WATCH_LIST = new Script(
+  'watchList',
+  `local add = ARGV[1] == '+'
+local changed = 0
+for i = 2, #ARGV do
+  if add then changed = changed + redis.call('SADD', KEYS[1], ARGV[i])
+  else
+    changed = changed + redis.call('SREM', KEYS[1], ARGV[i])
+    redis.call('HDEL', KEYS[3], ARGV[i])
+  end
+end
+if changed > 0 or redis.call('EXISTS', KEYS[2]) == 0 then return redis.call('INCR', KEYS[2]) end
+return tonumber(redis.call('GET', KEYS[2]))`,
+);
+
+/** The shared token and how long Redis keeps it: {value, lifetime ms, ms left} or {} when none. KEYS: token. */
+export const TOKEN_READ = new Script(
+  'tokenRead',
+  `local v = redis.call('HMGET', KEYS[1], 'v', 'l')
+if not v[1] then return {} end
+return { v[1], v[2], redis.call('PTTL', KEYS[1]) }`,
+);
+
+/**
+ * Stores a token fetched by this replica and frees the fetch lock if still
+ * ours. KEYS: token, lock. ARGV: value, lifetime ms, ms to keep, replica id.
+ */
+export const TOKEN_STORE = new Script(
+  'tokenStore',
+  `redis.call('DEL', KEYS[1])
+redis.call('HSET', KEYS[1], 'v', ARGV[1], 'l', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('DEL', KEYS[2]) end
+return 1`,
+);
+
+/** Forgets the shared token, only if it is the given one (a newer token stays). KEYS: token. ARGV: value. */
+export const TOKEN_DROP = new Script(
+  'tokenDrop',
+  `if redis.call('HGET', KEYS[1], 'v') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`,
+);
+
+/** Deletes a key only while it holds the given value (a lock, a claim). KEYS: key. ARGV: value. */
+export const RELEASE = new Script(
+  'release',
+  `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`,
+);
+
+/**
+ * One start from the fleet's request budget: starts are spaced at least
+ * ARGV[1] µs apart on Redis's clock, so any 1 s window holds at most
+ * rate + 1 of them, whatever the number of replicas. The next free start is
+ * reserved for the caller if it is at most ARGV[3] µs away (first come, first
+ * served across replicas: none of them starves). KEYS: budget. ARGV: spacing
+ * µs, key TTL ms, longest wait µs. Returns {1, start µs, µs until it} (reserved)
+ * or {0, µs until the next free start} (nothing reserved).
+ */
+export const BUDGET_TAKE = new Script(
+  'budgetTake',
+  `${NOW}
+local at = math.max(tonumber(redis.call('GET', KEYS[1]) or '0'), nowUs)
+if at - nowUs > tonumber(ARGV[3]) then return { 0, at - nowUs } end
+redis.call('SET', KEYS[1], string.format('%.0f', at + tonumber(ARGV[1])), 'PX', ARGV[2])
+return { 1, at, at - nowUs }`,
+);
+
+/**
+ * The sender of a command publishes its outcome under its claim, if the claim
+ * is still its own. The claim's value is "<replica id>\\n" while sending and
+ * "<replica id>\\n<outcome JSON>" after. KEYS: claim. ARGV: replica id,
+ * outcome JSON, ms to keep it. Returns 1, or 0 when the claim was lost.
+ */
+export const COMMAND_PUBLISH = new Script(
+  'commandPublish',
+  `local v = redis.call('GET', KEYS[1])
+if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. '\\n' then return 0 end
+redis.call('SET', KEYS[1], ARGV[1] .. '\\n' .. ARGV[2], 'PX', ARGV[3])
+return 1`,
+);

@@ -1,0 +1,161 @@
+/**
+ * One access token for the fleet (docs/fleet.md, "Token"): a source for
+ * TokenCache (client/token-cache.ts), which stays the one cache of each
+ * replica. Plug it in by wrapping the cache's fetch function:
+ *
+ *     new TokenCache(() => fleet.tokens.fetch(fetchToken), …)
+ *
+ * fetch() answers with the token another replica stored, as long as enough
+ * of its life is left that the cache would not renew it at once; its
+ * lifetime is the time Redis still keeps it (PTTL), so no replica's wall
+ * clock is involved. When there is none, one replica takes a lock
+ * (`SET lock NX PX`) and asks the token endpoint; the others wait for the
+ * token to appear, with a deadline, then read it: one token request per
+ * lifetime for the whole fleet. The client secret never goes to Redis; the
+ * access token does, so Redis must be private (rediss:// and a password).
+ *
+ * Redis unreachable, or no token in time: the replica asks the token
+ * endpoint itself, as without coordination (`source: 'local'`).
+ */
+import type { TokenResponse } from '../client/token-cache';
+import { MIN_TOKEN_LIFETIME_MS, SPEC_TOKEN_LIFETIME_MS } from '../client/token-cache';
+import { monotonicNow } from '../clock';
+import type { FleetConnection } from './connection';
+import type { FleetKeys } from './keys';
+import { RELEASE, TOKEN_DROP, TOKEN_READ, TOKEN_STORE } from './scripts';
+
+export interface SharedTokenOptions {
+  /** the cache's renew margin (TokenCache renewMarginMs): a stored token this close to its end is not handed out */
+  renewMarginMs?: number;
+  /** the cache's shortest lifetime believed (TokenCache minLifetimeMs): a stored token with less left is not handed out */
+  minLifetimeMs?: number;
+  /** lifetime assumed when the token endpoint sends no expires_in (as TokenCache) */
+  defaultLifetimeMs?: number;
+  /** longest time one replica may take to get a token; others wait this long (plus a little) before fetching themselves */
+  lockMs?: number;
+  /** first pause between two looks while waiting (doubles up to 200 ms) */
+  pollMs?: number;
+  now?: () => number;
+}
+
+/** Where a token came from: Redis, this replica's request for the fleet, or this replica alone (Redis away). */
+export type TokenSource = 'fleet' | 'fetched' | 'local';
+
+export type SharedTokenResponse = TokenResponse & { source: TokenSource };
+
+export interface TokenStoreContext {
+  connection: FleetConnection;
+  keys: FleetKeys;
+  replicaId: string;
+  onWarning?: (text: string) => void;
+}
+
+export class SharedTokenStore {
+  private readonly renewMarginMs: number;
+  private readonly minLifetimeMs: number;
+  private readonly defaultLifetimeMs: number;
+  private readonly lockMs: number;
+  private readonly pollMs: number;
+  private readonly now: () => number;
+
+  constructor(
+    private readonly ctx: TokenStoreContext,
+    options: SharedTokenOptions = {},
+  ) {
+    this.renewMarginMs = options.renewMarginMs ?? 60_000;
+    this.minLifetimeMs = options.minLifetimeMs ?? MIN_TOKEN_LIFETIME_MS;
+    this.defaultLifetimeMs = options.defaultLifetimeMs ?? SPEC_TOKEN_LIFETIME_MS;
+    this.lockMs = options.lockMs ?? 30_000;
+    this.pollMs = options.pollMs ?? 25;
+    this.now = options.now ?? monotonicNow;
+  }
+
+  /**
+   * A token for TokenCache: the fleet's, or one fetched with `fetchLocal` for
+   * the fleet (or for this replica alone when Redis is away). A failure of
+   * `fetchLocal` is passed on as it is; a failure of Redis never is.
+   */
+  async fetch(fetchLocal: () => Promise<TokenResponse>): Promise<SharedTokenResponse> {
+    const conn = this.ctx.connection;
+    const lockId = `${this.ctx.replicaId}:${Math.random().toString(36).slice(2, 10)}`;
+    const deadline = this.now() + this.lockMs + 1_000;
+    try {
+      let pause = this.pollMs;
+      while (!conn.isClosed) {
+        const stored = await this.read();
+        if (stored) return stored;
+        const locked = await conn.run('taking the token lock', (r) => r.set(this.ctx.keys.tokenLock, lockId, 'PX', this.lockMs, 'NX'));
+        if (locked === 'OK') {
+          // Another replica may have stored a token between our look and our lock: look again first.
+          const fresh = await this.read();
+          if (!fresh) return await this.fetchForFleet(fetchLocal, lockId);
+          await conn.eval(RELEASE, [this.ctx.keys.tokenLock], [lockId]);
+          return fresh;
+        }
+        if (this.now() >= deadline) break;
+        await sleep(Math.min(pause, Math.max(1, deadline - this.now())));
+        pause = Math.min(200, pause * 2);
+      }
+      if (!conn.isClosed) this.ctx.onWarning?.(`No replica stored a token within ${this.lockMs + 1000} ms; this replica asks the token endpoint itself`);
+    } catch (err) {
+      if (err instanceof FetchFailure) throw err.failure;
+      this.ctx.onWarning?.(`The shared token could not be used (${conn.toError(err, 'token').message}); this replica asks the token endpoint itself`);
+    }
+    return { ...(await fetchLocal()), source: 'local' };
+  }
+
+  /**
+   * The service refused this token (401): forget it in Redis too, unless
+   * another replica already replaced it. Never throws.
+   */
+  async invalidate(value: string): Promise<void> {
+    try {
+      await this.ctx.connection.eval(TOKEN_DROP, [this.ctx.keys.token], [value]);
+    } catch {
+      // Redis away: the token lapses by itself, and each replica gets a 401 once at most
+    }
+  }
+
+  /** The stored token if enough of its life is left (see fetch), else null. */
+  private async read(): Promise<SharedTokenResponse | null> {
+    const res = (await this.ctx.connection.eval(TOKEN_READ, [this.ctx.keys.token], [])) as unknown[];
+    const [value, lifetimeText, leftMs] = res;
+    if (typeof value !== 'string' || typeof leftMs !== 'number') return null;
+    const lifetimeMs = Number(lifetimeText);
+    // The cache renews min(margin, a tenth of the lifetime) before the end: a token inside that window
+    // (or just before it) would be renewed at once, so the replica that gets there first fetches a new one.
+    const renewWindow = Math.min(this.renewMarginMs, lifetimeMs / 10) + Math.min(1_000, lifetimeMs / 10);
+    if (!(leftMs > Math.max(renewWindow, this.minLifetimeMs))) return null;
+    return { accessToken: value, expiresIn: leftMs / 1000, source: 'fleet' };
+  }
+
+  /** This replica holds the lock: ask the token endpoint, store the answer, free the lock. */
+  private async fetchForFleet(fetchLocal: () => Promise<TokenResponse>, lockId: string): Promise<SharedTokenResponse> {
+    let res: TokenResponse;
+    try {
+      res = await fetchLocal();
+    } catch (err) {
+      // Free the lock so that another replica (or our next try, after the cache's back-off) may ask.
+      await this.ctx.connection.eval(RELEASE, [this.ctx.keys.tokenLock], [lockId]).catch(() => undefined);
+      throw new FetchFailure(err);
+    }
+    const lifetimeMs = typeof res.expiresIn === 'number' && Number.isFinite(res.expiresIn) && res.expiresIn > 0 ? res.expiresIn * 1000 : this.defaultLifetimeMs;
+    try {
+      await this.ctx.connection.eval(TOKEN_STORE, [this.ctx.keys.token, this.ctx.keys.tokenLock], [res.accessToken, Math.round(lifetimeMs), Math.max(1, Math.round(lifetimeMs)), lockId]);
+    } catch (err) {
+      this.ctx.onWarning?.(`The new token could not be shared (${this.ctx.connection.toError(err, 'storing the token').message}); other replicas ask for their own`);
+    }
+    return { ...res, source: 'fetched' };
+  }
+}
+
+/** The token endpoint's own failure, carried through the Redis error handling unchanged. */
+class FetchFailure extends Error {
+  constructor(readonly failure: unknown) {
+    super('token request failed');
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

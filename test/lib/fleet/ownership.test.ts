@@ -1,0 +1,187 @@
+/**
+ * Each watched token polled by one replica: leases, rendezvous spread,
+ * hand-over when replicas join and leave, the reported state kept with
+ * compare-and-set, against a real Redis. Replicas are library instances in
+ * this process (each with its own connection and id); the kill -9 case with
+ * real processes is in takeover.test.ts.
+ */
+import assert from 'node:assert/strict';
+import type { Fleet } from '../../../nodes/lib/fleet/fleet';
+import type { OwnershipChange, WatchOwnership } from '../../../nodes/lib/fleet/ownership';
+import { Rendezvous } from '../../../nodes/lib/fleet/rendezvous';
+import { until } from '../../harness';
+import { eventually, fleetSuite, ownershipSampler, sleep, FAST } from './fleet-fixture';
+
+const TOKENS = Array.from({ length: 300 }, (_, i) => `RFID-${String(i).padStart(4, '0')}`);
+
+interface Replica {
+  fleet: Fleet;
+  own: WatchOwnership<{ n: number }>;
+  changes: OwnershipChange<{ n: number }>[];
+}
+
+describe('fleet: watched tokens owned through leases (real Redis)', function () {
+  this.timeout(20_000);
+  const suite = fleetSuite();
+  const SCOPE = 'watch-node-1';
+
+  function replica(): Replica {
+    const fleet = suite.replica();
+    const changes: OwnershipChange<{ n: number }>[] = [];
+    const own = fleet.ownership<{ n: number }>(SCOPE, { onChange: (c) => changes.push(c) });
+    return { fleet, own, changes };
+  }
+  const ownedBy = (rs: Replica[]) => rs.map((r) => r.own.owned());
+  const exactlyOnce = (rs: Replica[], tokens: string[]) => {
+    const all = ownedBy(rs).flat();
+    return all.length === tokens.length && new Set(all).size === tokens.length;
+  };
+
+  it('300 tokens across three replicas: each owned by exactly one, evenly, as the leases in Redis say', async () => {
+    const rs = [replica(), replica(), replica()];
+    await rs[0].own.watch(TOKENS);
+    // The first replica in takes everything until it sees the others: wait for all three to see all three.
+    await until(() => rs.every((r) => r.own.replicas().length === 3 && r.own.owned().length > 0) && exactlyOnce(rs, TOKENS), 'every token owned exactly once', 8_000);
+    const counts = ownedBy(rs).map((o) => o.length);
+    for (const c of counts) assert.ok(c >= 60 && c <= 140, `spread: ${counts.join(' / ')}`);
+    // Each replica owns what rendezvous hashing over the three gives it, and Redis holds its lease.
+    const hrw = new Rendezvous(rs.map((r) => r.fleet.replicaId));
+    const admin = suite.redis.admin();
+    for (const r of rs) {
+      const owned = r.own.owned();
+      assert.ok(owned.every((t) => hrw.ownerOf(t) === r.fleet.replicaId));
+      const holders = await admin.mget(...owned.map((t) => r.fleet.keys.scope(SCOPE).lease(t)));
+      assert.ok(holders.every((h) => h === r.fleet.replicaId));
+    }
+    // The other replicas heard of the list through Redis, not through watch().
+    assert.deepEqual(rs[2].own.watched().sort(), TOKENS);
+  });
+
+  it('a replica joining and one leaving hand tokens over with never two pollers at once', async () => {
+    const tokens = TOKENS.slice(0, 90);
+    const rs = [replica(), replica()];
+    const sampler = ownershipSampler(() => rs, tokens);
+    try {
+      await rs[0].own.watch(tokens);
+      await until(() => rs.every((r) => r.own.replicas().length === 2 && r.own.owned().length > 0) && exactlyOnce(rs, tokens), 'two replicas own all', 8_000);
+      rs.push(replica());
+      await until(() => exactlyOnce(rs, tokens) && rs[2].own.owned().length > 0, 'the newcomer got its share', 8_000);
+      const gone = rs.shift() as Replica;
+      const had = gone.own.owned();
+      await gone.fleet.close(); // a clean stop gives the leases back: no wait for the lease time
+      assert.ok(had.length > 0);
+      await until(() => exactlyOnce(rs, tokens), 'the two left own all', 8_000);
+      const released = rs.flatMap((r) => r.changes.flatMap((c) => c.released));
+      assert.ok(released.every((x) => x.reason === 'rebalanced'), 'tokens moved only because of the newcomer');
+    } finally {
+      sampler.stop();
+    }
+    assert.equal(sampler.worst.owners, 1, `two replicas could poll ${sampler.worst.token} at the same moment`);
+  });
+
+  it('the reported state is kept with compare-and-set: only the lease holder writes, and the next owner resumes from it', async () => {
+    const [a, b] = [replica(), replica()];
+    const token = 'RFID-STATE';
+    await a.own.watch([token]);
+    await until(() => [a, b].every((r) => r.own.replicas().length === 2) && a.own.mayPoll(token) !== b.own.mayPoll(token), 'one owner, both replicas seen');
+    const [owner, other] = a.own.mayPoll(token) ? [a, b] : [b, a];
+    const acquired = owner.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
+    assert.deepEqual(acquired, { token, saved: null }, 'nothing reported yet');
+    assert.deepEqual(await owner.own.commit(token, { n: 1 }), { ok: true, rev: 1 });
+    assert.deepEqual(await owner.own.commit(token, { n: 2 }), { ok: true, rev: 2 });
+    const refused = await other.own.commit(token, { n: 99 });
+    assert.equal(refused.ok, false);
+    assert.equal(!refused.ok && refused.reason, 'not-owner');
+    await owner.fleet.close();
+    await until(() => other.own.mayPoll(token), 'the other replica took over');
+    const resumed = other.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
+    assert.deepEqual(resumed?.saved, { rev: 2, state: { n: 2 } }, 'the new owner resumes from the last committed state');
+    assert.deepEqual(await other.own.commit(token, null), { ok: true, rev: 3 }, 'an end is kept as a tombstone with its revision');
+  });
+
+  it('a commit by a replica whose lease was taken over is refused (it must not emit)', async () => {
+    const a = replica();
+    await a.own.watch(['RFID-X']);
+    await until(() => a.own.mayPoll('RFID-X'), 'owned');
+    // Someone else holds the lease now (as after a lapse and a takeover), although this replica still believes it owns it.
+    const admin = suite.redis.admin();
+    await admin.set(a.fleet.keys.scope(SCOPE).lease('RFID-X'), 'another-replica', 'PX', 5_000);
+    const res = await a.own.commit('RFID-X', { n: 1 });
+    assert.equal(res.ok, false);
+    assert.equal(a.own.mayPoll('RFID-X'), false, 'it stops polling at once');
+    assert.ok(a.changes.some((c) => c.released.some((r) => r.token === 'RFID-X' && r.reason === 'lease-lost' && /lease lost at \d{4}-/.test(r.message))));
+    assert.equal(await admin.hget(a.fleet.keys.scope(SCOPE).state, 'RFID-X'), null, 'nothing written');
+  });
+
+  it('unwatch through any replica stops the owner and forgets the state; a Redis that lost its data gets the list back', async () => {
+    const [a, b] = [replica(), replica()];
+    await a.own.watch(['RFID-A', 'RFID-B', 'RFID-C']);
+    await until(() => [a, b].every((r) => r.own.replicas().length === 2) && exactlyOnce([a, b], ['RFID-A', 'RFID-B', 'RFID-C']), 'owned, both replicas seen');
+    await b.own.unwatch(['RFID-B']);
+    await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']) && a.own.watched().length === 2, 'RFID-B dropped everywhere');
+    assert.ok([a, b].some((r) => r.changes.some((c) => c.released.some((x) => x.token === 'RFID-B' && x.reason === 'unwatched'))));
+    const admin = suite.redis.admin();
+    await admin.flushall();
+    await eventually(async () => (await admin.smembers(a.fleet.keys.scope(SCOPE).list)).length === 2, 'the list put back');
+    assert.deepEqual((await admin.smembers(a.fleet.keys.scope(SCOPE).list)).sort(), ['RFID-A', 'RFID-C']);
+    await until(() => exactlyOnce([a, b], ['RFID-A', 'RFID-C']), 'owned again');
+  });
+
+  it('a listener that throws is reported through onError, once, and the ownership goes on', async () => {
+    const errors: string[] = [];
+    const fleet = suite.replica();
+    const own = fleet.ownership<unknown>('throwing', {
+      onChange: () => {
+        throw new Error('listener broke');
+      },
+      onError: (e) => errors.push(e.message),
+    });
+    await own.watch(['RFID-1', 'RFID-2']);
+    await until(() => own.owned().length === 2, 'owned');
+    await sleep(FAST.cycleMs * 4); // cycles with nothing new: nothing more to tell
+    assert.equal(errors.length, 1, errors.join('\n'));
+    assert.match(errors[0], /listener broke/);
+  });
+
+  it('closing a watch at any moment of a cycle leaves no lease of it in Redis (the others need not wait for a lapse)', async () => {
+    const admin = suite.redis.admin();
+    for (let i = 0; i < 8; i++) {
+      const fleet = suite.replica();
+      const scope = `close-race-${i}`;
+      const own = fleet.ownership<unknown>(scope);
+      await own.watch(TOKENS.slice(0, 40)); // kicks a cycle that takes 40 leases
+      await sleep(i * 3);
+      await fleet.closeOwnership(scope);
+      const keys = await admin.keys(`${fleet.keys.prefix}w:*:lease:*`);
+      const holders = keys.length ? await admin.mget(...keys) : [];
+      assert.deepEqual(holders.filter((h) => h === fleet.replicaId), [], `close ${i * 3} ms after the watch`);
+      assert.equal(own.owned().length, 0);
+    }
+  });
+
+  it('after close() nothing more is written to Redis, although the loop was busy', async () => {
+    const a = replica();
+    await a.own.watch(TOKENS.slice(0, 50));
+    await until(() => a.own.owned().length === 50, 'owned');
+    const admin = suite.redis.admin();
+    const monitor = await suite.redis.admin().monitor();
+    // MONITOR lists commands in the order Redis ran them: a marker sent after close() resolved is the boundary.
+    const marker = `closed-${Date.now()}`;
+    const seen: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const line = args.join(' ');
+      if (line.includes(marker) || line.includes(a.fleet.keys.prefix)) seen.push(line);
+    });
+    await sleep(FAST.cycleMs * 2);
+    a.fleet.kick();
+    await a.fleet.close();
+    await admin.echo(marker);
+    await sleep(FAST.cycleMs * 4);
+    await admin.echo(`${marker}-end`);
+    await eventually(async () => seen.some((l) => l.includes(`${marker}-end`)), 'the monitor saw the end marker');
+    monitor.disconnect();
+    const at = seen.findIndex((l) => l.includes(marker));
+    assert.ok(at > 0, 'the monitor saw the replica at work before close');
+    assert.deepEqual(seen.slice(at + 1, -1), [], 'commands on the fleet keys after close()');
+  });
+});
