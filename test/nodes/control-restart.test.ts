@@ -5,13 +5,9 @@
  * its way when the process was killed is waited for, not sent again.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
-import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { CLIENT_ID, CLIENT_SECRET, delay, freePort, NODE_RED, startSimulator, until } from '../harness';
+import { delay, startSimulator, until } from '../harness';
+import { RedProcess } from '../red-process';
 
 const TARGET = { locationId: 'CR-LOC', evseId: '1', token: 'CR-RFID-1' };
 const START_KEY = `${TARGET.token}|${TARGET.locationId}|${TARGET.evseId}`;
@@ -19,45 +15,18 @@ const START_KEY = `${TARGET.token}|${TARGET.locationId}|${TARGET.evseId}`;
 describe('charging-control across restarts of a real Node-RED process (localfilesystem store)', function () {
   this.timeout(90_000);
   let sim: ChargingServiceSimulator;
-  let red: ChildProcess | null = null;
-  let log = '';
-  let dataDir = '';
-  let port = 0;
+  let red: RedProcess;
 
-  async function startRed(): Promise<void> {
-    log = '';
-    red = spawnNodeRed(dataDir, port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
-    red.stdout?.on('data', (d: Buffer) => (log += d.toString()));
-    red.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    await until(() => /Started flows/.test(log) || red?.exitCode !== null, 'Node-RED to start', 30_000);
-    assert.match(log, /Started flows/, `Node-RED did not start:\n${log}`);
-  }
-  async function stopRed(signal: NodeJS.Signals = 'SIGINT'): Promise<void> {
-    if (red && red.exitCode === null) {
-      const exited = new Promise((r) => red?.once('exit', r));
-      red.kill(signal);
-      await exited;
-    }
-    red = null;
-  }
   /** Presses an inject node's button, as the editor does. */
   async function press(id: string): Promise<void> {
-    const res = await fetch(`http://127.0.0.1:${port}/inject/${id}`, { method: 'POST' });
+    const res = await fetch(`http://127.0.0.1:${red.port}/inject/${id}`, { method: 'POST' });
     assert.equal(res.status, 200);
   }
-  const states = () => [...log.matchAll(/STATE (\w+)/g)].map((m) => m[1]);
+  const states = () => [...red.log.matchAll(/STATE (\w+)/g)].map((m) => m[1]);
   const starts = () => sim.arrivals('START', START_KEY);
 
   before(async () => {
     sim = await startSimulator({ startDelayMs: 200, stopDelayMs: 200 });
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-control-restart-'));
-    port = await freePort();
-    prepareUserDir(dataDir, port, 'empty');
-    const settings = path.join(dataDir, 'settings.js');
-    fs.writeFileSync(
-      settings,
-      fs.readFileSync(settings, 'utf8').replace(/};\s*$/, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.1 },\n};\n"),
-    );
     const inject = (id: string, payload: boolean) => ({ id, type: 'inject', z: 'tab', props: [{ p: 'payload' }], payload: String(payload), payloadType: 'bool', repeat: '', once: false, x: 100, y: 100, wires: [['ctl']] });
     const flow = [
       { id: 'tab', type: 'tab', label: 'restart' },
@@ -67,37 +36,35 @@ describe('charging-control across restarts of a real Node-RED process (localfile
       { id: 'ctl', type: 'charging-control', z: 'tab', service: 'svc', ...TARGET, guard: 4, checkInterval: 0.3, waitTimeout: 20, contextStore: 'file', x: 300, y: 100, wires: [['log']] },
       { id: 'log', type: 'function', z: 'tab', func: "node.warn('STATE ' + msg.payload + ' ' + msg.reason); return null;", outputs: 1, x: 500, y: 100, wires: [[]] },
     ];
-    fs.writeFileSync(path.join(dataDir, 'flows.json'), JSON.stringify(flow));
-    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify({ svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }));
+    red = await RedProcess.prepare('charging-control-restart-', flow, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.1 },");
   });
 
   after(async () => {
-    await stopRed();
+    await red?.remove();
     await sim?.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('clean restarts: a charging session is not started again; an off waiting for the guard is carried out after the restart', async () => {
-    await startRed();
+    await red.start();
     await press('on');
     await until(() => states().includes('charging'), 'charging', 15_000);
-    await stopRed();
+    await red.stop();
     let polled = sim.counters.progressQueries;
-    await startRed();
+    await red.start();
     await until(() => sim.counters.progressQueries >= polled + 5, 'five checks after the restart', 15_000);
     assert.equal(starts(), 1, 'no second START');
-    assert.deepEqual(states(), [], `the same state as before the restart: no output\n${log}`);
+    assert.deepEqual(states(), [], `the same state as before the restart: no output\n${red.log}`);
     await press('off');
     await until(() => states().includes('guard'), 'guard', 15_000);
-    await stopRed();
+    await red.stop();
     assert.equal(sim.counters.stopArrivals, 0, 'stopped inside the guard, before any STOP');
     polled = sim.counters.progressQueries;
-    await startRed();
+    await red.start();
     await until(() => sim.activeSessions() === 0, 'the off carried out after the restart', 20_000);
     assert.equal(sim.counters.stopArrivals, 1);
     assert.equal(starts(), 1);
     await until(() => states().at(-1) === 'idle', 'idle reported', 10_000);
-    assert.doesNotMatch(log, /\[error\]/);
+    assert.doesNotMatch(red.log, /\[error\]/);
   });
 
   it('kill -9 while a START is on its way (delayed 6 s before the station gets it): after the restart the node waits for it and never sends a second START', async () => {
@@ -106,14 +73,14 @@ describe('charging-control across restarts of a real Node-RED process (localfile
     await press('on');
     await until(() => starts() === 2, 'the START at the station door', 15_000);
     await delay(2_500); // past localfilesystem's flush (1 s here): the START is on disk, written before it was sent
-    await stopRed('SIGKILL');
+    await red.stop('SIGKILL');
     assert.equal(sim.session(TARGET.token), undefined, 'the station has not got it yet');
-    await startRed();
+    await red.start();
     await until(() => sim.session(TARGET.token)?.transactionId !== undefined && states().includes('charging'), 'the delayed START charging, reported', 20_000);
     const polled = sim.counters.progressQueries;
     await until(() => sim.counters.progressQueries >= polled + 5, 'more checks', 10_000);
     assert.equal(starts(), 2, 'no START after the restart');
     assert.equal(sim.counters.duplicateStarts, 0);
-    assert.ok(!states().includes('failed'), log);
+    assert.ok(!states().includes('failed'), red.log);
   });
 });
