@@ -20,6 +20,8 @@ import { ContextControlStore } from './control-store';
 import type { NodeLifecycle } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';
+import { literalFields, typedFields } from './typed-fields';
+import { resolveFields } from '../lib/session/inputs';
 import { DEFAULT_MIN_INTERVAL_SEC } from './watch-mode';
 
 export interface ControlConfig {
@@ -95,6 +97,17 @@ export function controlBadge(s: ControlSnapshot, count: number, now: number): No
   return { ...FILL[s.state], key: count > 1 ? 'control.badgeTargets' : 'control.badge', values, words, stamp: s.state !== 'guard' };
 }
 
+/** The target when every field is a literal set in the node: then the node serves it alone. */
+function fixedTarget(config: ControlConfig): ControlTarget | undefined {
+  const fields = literalFields(typedFields(config, ['locationId', 'evseId', 'token'] as const));
+  if (!fields || typeof fields.locationId !== 'string' || typeof fields.evseId !== 'string' || typeof fields.token !== 'string') return undefined;
+  try {
+    return resolveFields(['locationId', 'evseId', 'token'] as const, fields, undefined);
+  } catch {
+    return undefined; // a field the node cannot use: every message says so
+  }
+}
+
 function clockText(ms: number): string {
   const sec = Math.ceil(ms / 1000);
   return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
@@ -117,6 +130,7 @@ export class ControlMode {
    * hook (who may send for a target); default: this process always.
    */
   static start(RED: NodeAPI, node: Node, config: ControlConfig, life: NodeLifecycle, mayCommand?: (t: ControlTarget) => boolean): ControlMode {
+    const fixed = fixedTarget(config);
     const floor = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession?.minPollIntervalSec;
     const { settings, raised } = controlSettings(config, typeof floor === 'number' ? floor : DEFAULT_MIN_INTERVAL_SEC);
     if (raised) node.warn(raised);
@@ -139,7 +153,7 @@ export class ControlMode {
       onError: (t, err) => life.report(err, t.token ? { topic: t.token, target: { ...t } } as NodeMessage : undefined),
       track: (work) => life.track(work),
     };
-    mode = new ControlMode(node, life, new ControlBook(settings, deps), client, settings.checkMs / 1000);
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000);
     const m = mode;
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     void m.book.whenReady().then(() => m.demand());

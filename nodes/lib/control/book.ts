@@ -17,9 +17,14 @@ export class ControlBook {
   private readonly ready: Promise<void>;
   private closed = false;
 
+  /**
+   * `only`: the one target the node can serve (every field set in the node):
+   * kept targets other than it (the node's settings changed) are forgotten.
+   */
   constructor(
     private readonly settings: ControlSettings,
     private readonly deps: ControlDeps,
+    private readonly only?: ControlTarget,
   ) {
     this.ready = this.resume();
   }
@@ -71,9 +76,15 @@ export class ControlBook {
     }
     if (this.closed) return;
     const clocks = { now: this.deps.clock.now(), wall: this.deps.clock.wall() };
+    const only = this.only && targetKey(this.only);
     for (const raw of kept.slice(0, MAX_TARGETS)) {
       const k = fromKept(raw, clocks);
       if (!k || this.targets.has(targetKey(k.target))) continue;
+      if (only && targetKey(k.target) !== only) {
+        // Set in the node once, changed since: nothing will ever ask for it again.
+        void this.deps.store.save(targetKey(k.target), undefined).catch(() => undefined);
+        continue;
+      }
       const control = new TargetController(k.target, k.memory, this.settings, this.deps);
       this.targets.set(control.key, control);
       void control.check('command').then((err) => err && this.deps.onError(control.target, err));

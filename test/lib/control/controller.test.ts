@@ -180,6 +180,29 @@ describe('charging-control controller (fake clock, real simulator)', function ()
     r.book.close();
   });
 
+  it('a node whose target changed since: the kept old target is forgotten, not controlled on', async () => {
+    const store = new MemoryControlStore();
+    const clock = new FakeClock();
+    const old = { ...T, token: 'FC-OLD' };
+    await store.save(targetKey(old), toKept(old, { ...emptyMemory(), wanted: true }, { now: clock.now(), wall: clock.wall() }));
+    const deps: ControlDeps = {
+      poll: (t) => client.getProgress(t.token).then((res) => res.record),
+      send: (c) => client.sendCommand(c),
+      store,
+      clock,
+      track: clock.track,
+      onState: () => undefined,
+      onError: () => undefined,
+    };
+    const book = new ControlBook(SETTINGS, deps, T);
+    await book.whenReady();
+    await clock.advance(120_000);
+    assert.equal(book.size, 0);
+    assert.equal(store.kept.size, 0, 'forgotten in the store');
+    assert.equal(sim.counters.startArrivals + sim.counters.progressQueries, 0);
+    book.close();
+  });
+
   it('who may send is a hook: without the right to send it only watches and reports', async () => {
     const r = rig({}, { mayCommand: () => false });
     await r.book.want(T, true);
