@@ -44,16 +44,17 @@
         };
     }
 
-    function rangeValidator(min, max) {
+    /** A number from min to max (a whole one when `whole`), as a two-argument validator. */
+    function rangeValidator(min, max, whole) {
         return function (v, _opt) {
             var n = Number(v);
-            if (String(v).trim() === '' || isNaN(n) || n < min || n > max) { return t('errors.range', { min: min, max: max }); }
+            if (String(v).trim() === '' || isNaN(n) || n < min || n > max || (whole && n !== Math.floor(n))) { return t('errors.range', { min: min, max: max }); }
             return true;
         };
     }
 
-    /** The defaults of charging-start and charging-stop: the service, one typed input per field, and the wait options. */
-    function commandDefaults(fields) {
+    /** The name, the service and one typed input per field: what every action node's defaults start with. */
+    function targetDefaults(fields) {
         var d = {
             name: { value: '' },
             service: { value: '', type: 'charging-service', required: true }
@@ -62,6 +63,19 @@
             d[f] = { value: '', validate: root.RED.validators.typedInput(f + 'Type', false) };
             d[f + 'Type'] = { value: 'str' };
         });
+        return d;
+    }
+
+    /** oneditprepare's typed inputs for the fields. */
+    function prepareFields(fields) {
+        fields.forEach(function (f) {
+            root.$('#node-input-' + f).typedInput({ default: 'str', types: TYPES, typeField: '#node-input-' + f + 'Type' });
+        });
+    }
+
+    /** The defaults of charging-start and charging-stop: the service, one typed input per field, and the wait options. */
+    function commandDefaults(fields) {
+        var d = targetDefaults(fields);
         d.wait = { value: false };
         d.waitTimeout = {
             value: 60,
@@ -77,9 +91,7 @@
 
     /** oneditprepare of charging-start and charging-stop. */
     function prepareCommand(fields) {
-        fields.forEach(function (f) {
-            root.$('#node-input-' + f).typedInput({ default: 'str', types: TYPES, typeField: '#node-input-' + f + 'Type' });
-        });
+        prepareFields(fields);
         root.$('#node-input-wait').on('change', function () {
             root.$('.charging-wait-row').toggle(root.$(this).is(':checked'));
         }).trigger('change');
@@ -90,14 +102,37 @@
         this.outputs = root.$('#node-input-wait').is(':checked') && root.$('#node-input-timeoutOutput').is(':checked') ? 2 : 1;
     }
 
+    /**
+     * The "Keep state in" select: the context stores of settings.js, as the
+     * typedInput of core nodes lists them (RED.settings.context); '' = the
+     * default store, labelled with defaultLabel. A store no longer in
+     * settings.js stays listed and selected, so that saving does not change it
+     * silently (the runtime then reports it).
+     */
+    function prepareContextStore(selector, current, defaultLabel) {
+        var ctx = root.RED.settings.context || { default: 'memory', stores: ['memory'] };
+        var select = root.$(selector).empty();
+        root.$('<option>').val('').text(defaultLabel(ctx.default)).appendTo(select);
+        (ctx.stores || []).forEach(function (store) {
+            if (store !== ctx.default) { root.$('<option>').val(store).text(store).appendTo(select); }
+        });
+        if (current && (ctx.stores || []).indexOf(current) === -1) {
+            root.$('<option>').val(current).text(current).appendTo(select);
+        }
+        select.val(current || '');
+    }
+
     root.ChargingEditor = {
         TYPES: TYPES,
         isLoopback: isLoopback,
         isEnvReference: function (v) { return ENV_REFERENCE.test(String(v || '').trim()); },
         urlValidator: urlValidator,
         rangeValidator: rangeValidator,
+        targetDefaults: targetDefaults,
+        prepareFields: prepareFields,
         commandDefaults: commandDefaults,
         prepareCommand: prepareCommand,
-        saveCommand: saveCommand
+        saveCommand: saveCommand,
+        prepareContextStore: prepareContextStore
     };
 })(typeof window !== 'undefined' ? window : globalThis);

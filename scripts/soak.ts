@@ -4,6 +4,7 @@
  * faults are injected at random. Bounded in time and count; loopback only.
  *
  *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7
+ *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
  *
  * Each worker runs sessions the way the error messages tell a user to: after
  * OUTCOME_UNKNOWN it queries progress instead of sending the command again.
@@ -22,7 +23,9 @@ import path from 'node:path';
 import os from 'node:os';
 import helper from 'node-red-node-test-helper';
 import type { Node } from 'node-red';
-import { ChargingServiceSimulator, FaultRule, commandKey } from '../simulator/simulator';
+import { ChargingServiceSimulator, commandKey } from '../simulator/simulator';
+import { injectFaults, rng } from './soak-faults';
+import { soakControl } from './soak-control';
 
 interface Args {
   seconds: number;
@@ -30,10 +33,14 @@ interface Args {
   maxCommands: number;
   seed: number;
   out: string | null;
+  /** commands (START / progress / STOP by hand, as a flow does) or control (wishes to charging-control) */
+  rotation: 'commands' | 'control';
+  /** connectors of the control rotation */
+  connectors: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null };
+  const a: Args = { seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20 };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
     if (argv[i] === '--seconds') a.seconds = Number(v);
@@ -41,62 +48,12 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === '--max-commands') a.maxCommands = Number(v);
     else if (argv[i] === '--seed') a.seed = Number(v);
     else if (argv[i] === '--out') a.out = v;
+    else if (argv[i] === '--connectors') a.connectors = Number(v);
+    else if (argv[i] === '--rotation' && (v === 'commands' || v === 'control')) a.rotation = v;
     else throw new Error(`unknown option ${argv[i]}`);
   }
   return a;
 }
-
-/** Small deterministic PRNG (mulberry32) so a run can be repeated. */
-function rng(seed: number): () => number {
-  let t = seed >>> 0;
-  return () => {
-    t += 0x6d2b79f5;
-    let r = Math.imul(t ^ (t >>> 15), 1 | t);
-    r ^= r + Math.imul(r ^ (r >>> 7), 61 | r);
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-const FAULTS: Array<[string, FaultRule]> = [
-  ['GET 503', { target: 'get', kind: 'status', status: 503, times: 3 }],
-  ['GET 500 with body', { target: 'get', kind: 'status', status: 500, body: '{"message":"db down"}', times: 2 }],
-  ['GET reset', { target: 'get', kind: 'reset', times: 2 }],
-  ['GET hang', { target: 'get', kind: 'hang', times: 1 }],
-  ['GET truncated', { target: 'get', kind: 'truncated', times: 1 }],
-  ['GET malformed', { target: 'get', kind: 'malformed', times: 1 }],
-  ['GET 429', { target: 'get', kind: 'status', status: 429, headers: { 'Retry-After': '0' }, times: 3 }],
-  ['POST 502 after processing', { target: 'post', kind: 'status', status: 502, afterProcessing: true, times: 1 }],
-  ['POST reset after processing', { target: 'post', kind: 'reset', afterProcessing: true, times: 1 }],
-  ['POST hang after processing', { target: 'post', kind: 'hang', afterProcessing: true, times: 1 }],
-  ['POST 503 before processing', { target: 'post', kind: 'status', status: 503, times: 1 }],
-  ['POST 429', { target: 'post', kind: 'status', status: 429, headers: { 'Retry-After': '0' }, times: 2 }],
-  ['token revoked', { target: 'service', kind: 'revoke', times: 1 }],
-  ['token endpoint 503', { target: 'token', kind: 'status', status: 503, times: 1 }],
-  ['token endpoint slow', { target: 'token', kind: 'latency', delayMs: 300, times: 1 }],
-  ['latency 200 ms', { target: 'service', kind: 'latency', delayMs: 200, times: 5 }],
-  // Hostile servers: slow bodies, deep JSON, echoed credentials, cut or dripping accepted answers.
-  ['GET drip', { target: 'get', kind: 'drip', delayMs: 400, times: 2 }],
-  ['GET deep', { target: 'get', kind: 'deep', depth: 5000, times: 1 }],
-  ['GET echo', { target: 'get', kind: 'echo', times: 2 }],
-  ['GET 400 echo', { target: 'get', kind: 'echo', status: 400, times: 1 }],
-  ['POST cut 202', { target: 'post', kind: 'cut', times: 1 }],
-  ['POST drip 202', { target: 'post', kind: 'drip', delayMs: 400, times: 1 }],
-  ['POST echo', { target: 'post', kind: 'echo', times: 1 }],
-  ['token drip', { target: 'token', kind: 'drip', delayMs: 400, times: 1 }],
-  ['token echo 401', { target: 'token', kind: 'echo', status: 401, times: 1 }],
-  ['token 429 Retry-After 1', { target: 'token', kind: 'status', status: 429, headers: { 'Retry-After': '1' }, times: 1 }],
-  // Real servers' connection habits: each answer closes its connection (no Connection: close),
-  // or idle keep-alive connections close with no Keep-Alive hint (IDLE_CLOSE below).
-  ['close after 20 answers', { target: 'any', kind: 'close-after-answer', times: 20 }],
-  ['POST close after answer', { target: 'post', kind: 'close-after-answer', times: 5 }],
-  ['token close after answer', { target: 'token', kind: 'close-after-answer', times: 1 }],
-  ['idle-close', { target: 'any', kind: 'idle-close' }],
-];
-
-/** idle-close in the rotation: for IDLE_CLOSE_FOR_MS, idle connections close after 50-1000 ms. */
-const IDLE_CLOSE_FOR_MS = 3_000;
-/** Shortest gap between two token revocations (tokens live 12 s in the soak). */
-const REVOKE_GAP_MS = 4_000;
 
 /** The message budget of the nodes (DEFAULT_RETRY.maxTotalMs): every command must be answered within it. */
 const DEADLINE_MS = 30_000;
@@ -136,6 +93,7 @@ async function main(): Promise<void> {
     console.error(`SOAK FAILED: still running ${args.seconds + 120} s after it started`);
     process.exit(1);
   }, (args.seconds + 120) * 1000).unref();
+  if (args.rotation === 'control') return soakControl(args);
   const random = rng(args.seed);
   let crashes = 0;
   const crashReasons: string[] = [];
@@ -197,7 +155,6 @@ async function main(): Promise<void> {
     lost: 0,
     outcomeUnknown: 0,
     sessionsCompleted: 0,
-    faultsInjected: 0,
     errorsByCode: {} as Record<string, number>,
     slowestAnswerMs: 0,
     lateAnswers: 0,
@@ -314,43 +271,12 @@ async function main(): Promise<void> {
     }
   }
 
-  let idleCloseTimer: NodeJS.Timeout | undefined;
-  let lastRevokeAt = -Infinity;
-  const faultTimer = setInterval(() => {
-    const [, rule] = FAULTS[Math.floor(random() * FAULTS.length)];
-    if (rule.kind === 'idle-close') {
-      if (idleCloseTimer) return;
-      sim.setIdleClose(50 + Math.floor(random() * 950));
-      stats.faultsInjected++;
-      idleCloseTimer = setTimeout(() => {
-        sim.setIdleClose(null);
-        idleCloseTimer = undefined;
-      }, IDLE_CLOSE_FOR_MS);
-      return;
-    }
-    // Token requests are rare (one per token lifetime): faults for them would queue up until every
-    // token request met one. One at a time keeps the token endpoint flaky rather than dead.
-    if (rule.target === 'token' && sim.pendingFaults().some((f) => f.target === 'token')) return;
-    // The same for revocations: while the client backs off after a token failure no service request
-    // uses them up, and a pile of them would revoke every fresh token after the pause, for ever.
-    if (rule.kind === 'revoke' && sim.pendingFaults().some((f) => f.kind === 'revoke')) return;
-    // And not more than one every REVOKE_GAP_MS: a revocation that lands on the token the client has just
-    // fetched reads "the service refuses fresh tokens" and earns a back-off, as it should in production;
-    // revoking every few hundred ms turned the soak into a test of that back-off (19 000 of 20 000 AUTH).
-    if (rule.kind === 'revoke') {
-      if (performance.now() - lastRevokeAt < REVOKE_GAP_MS) return;
-      lastRevokeAt = performance.now();
-    }
-    sim.inject({ ...rule });
-    stats.faultsInjected++;
-  }, 100);
+  const faults = injectFaults(sim, random);
 
   const t0 = Date.now();
   const cpu0 = process.cpuUsage();
   await Promise.all(Array.from({ length: args.workers }, (_, w) => worker(w)));
-  clearInterval(faultTimer);
-  clearTimeout(idleCloseTimer);
-  sim.clearFaults();
+  faults.stop();
   // Let anything still in flight land before counting.
   const drainEnd = Date.now() + 35_000;
   while (waiting.size > 0 && Date.now() < drainEnd) await pause(50);
@@ -385,7 +311,7 @@ async function main(): Promise<void> {
     duplicateStopArrivalsBeyondSent: [...stopsSent].reduce((n, [key, sent]) => n + Math.max(0, sim.duplicateArrivals('STOP', key) - (sent - 1)), 0),
     tokenRequests: sim.counters.tokenRequests,
     tokensIssued: sim.counters.tokensIssued,
-    faultsInjected: stats.faultsInjected,
+    faultsInjected: faults.injected,
     faultsApplied: sim.counters.faultsApplied,
     crashes,
     cpuSeconds: Math.round((cpu.user + cpu.system) / 1e4) / 100,

@@ -26,7 +26,7 @@ export const HELP = `Usage: charging-simulator [options]
                                                                   (corrupt the real answer; a POST is processed first)
                         times:  a number or 'always' (default 1; latency and drip: always)
                         e.g. get:status:503:3, token:latency:2000:always, post:reset, get:drip:400, any:echo
-                        Real servers and gateways (target optional, default any; ignore-stop: post):
+                        Real servers and gateways (target optional, default any; ignore-stop, ignore-start: post):
                           [target:]close-after-answer[:times]  the answer, then the connection closes with no
                                                                Connection: close (default always)
                           idle-close:MS                        idle keep-alive connections close after MS, with no
@@ -35,6 +35,8 @@ export const HELP = `Usage: charging-simulator [options]
                                                                body, or nginx's HTML page (default always)
                           [post:]ignore-stop:N                 the station ignores the next N accepted STOPs: 202,
                                                                the session goes on
+                          [post:]ignore-start:N                the station ignores the next N accepted STARTs: 202,
+                                                               no session appears (a car not plugged in)
   --idle-close MS       the same as --fault idle-close:MS
   --tls-cert FILE       serve https with this certificate (PEM); needs --tls-key
   --tls-key FILE        the certificate's private key (PEM)
@@ -44,7 +46,7 @@ export const HELP = `Usage: charging-simulator [options]
 At run time: POST /__sim/faults with a JSON rule, DELETE /__sim/faults, GET /__sim/state.`;
 
 /** The faults of real servers and gateways, with the target they take when the spec leaves it out. */
-const DEFAULT_TARGET: Partial<Record<FaultKind, FaultTarget>> = { 'close-after-answer': 'any', 'idle-close': 'any', 'route-404': 'any', 'ignore-stop': 'post' };
+const DEFAULT_TARGET: Partial<Record<FaultKind, FaultTarget>> = { 'close-after-answer': 'any', 'idle-close': 'any', 'route-404': 'any', 'ignore-stop': 'post', 'ignore-start': 'post' };
 
 function timesOf(spec: string, v: string | undefined, dflt: number): number {
   if (v === undefined || v === '') return dflt;
@@ -54,13 +56,13 @@ function timesOf(spec: string, v: string | undefined, dflt: number): number {
   return n;
 }
 
-/** close-after-answer, idle-close, route-404, ignore-stop: target optional, their own argument. */
+/** close-after-answer, idle-close, route-404, ignore-stop, ignore-start: target optional, their own argument. */
 function parseServerFault(spec: string, parts: string[]): FaultRule {
   const [first] = parts;
   const [target, kind, ...rest] = first in DEFAULT_TARGET ? [DEFAULT_TARGET[first as FaultKind] as string, ...parts] : parts;
   const rule: FaultRule = { target: target as FaultTarget, kind: kind as FaultKind };
   if (kind === 'close-after-answer') rule.times = timesOf(spec, rest[0], Infinity);
-  else if (kind === 'ignore-stop') rule.times = timesOf(spec, rest[0], 1);
+  else if (kind === 'ignore-stop' || kind === 'ignore-start') rule.times = timesOf(spec, rest[0], 1);
   else if (kind === 'route-404') {
     if (rest[0] === 'html' || rest[0] === 'json') rule.format = rest.shift() as 'html' | 'json';
     rule.times = timesOf(spec, rest[0], Infinity);

@@ -48,6 +48,9 @@ export class Sessions {
       for (const s of this.byToken.values()) {
         if (s.locationId === locationId && s.evseId === evseId) return reply(409, { error: 'conflict', message: `connector ${evseId} at ${locationId} is busy` });
       }
+      // ignore-start: the service accepts the START, the station does nothing with it (the car is not plugged in);
+      // only STARTs that would have started a session use it up.
+      if (this.faults.take('post', 'ignore-start')) return this.accepted(res, 'START');
       const now = this.now();
       this.meterSeed += 1_000;
       this.byToken.set(token, {

@@ -26,6 +26,7 @@ export type FaultKind =
   // Beside the answer (do not use up or block the faults above):
   | 'close-after-answer' // the real answer, then the server closes the connection, with no Connection: close
   | 'ignore-stop' // the station ignores an accepted STOP: 202 as usual, the session goes on (times: how many STOPs)
+  | 'ignore-start' // the station ignores an accepted START (car not plugged in): 202 as usual, no session appears (times: how many STARTs)
   | 'idle-close'; // server setting until cleared: idle keep-alive connections close after delayMs, with no Keep-Alive hint
 
 /** Faults that change the real answer rather than replace or delay it. */
@@ -35,7 +36,7 @@ export const ANSWER_FAULTS: ReadonlySet<FaultKind> = new Set(['malformed', 'cut'
  * Faults that act beside the answer: each is looked up on its own, so an
  * "always" close-after-answer does not hide a status fault armed after it.
  */
-export const SIDE_FAULTS: ReadonlySet<FaultKind> = new Set(['close-after-answer', 'ignore-stop', 'idle-close']);
+export const SIDE_FAULTS: ReadonlySet<FaultKind> = new Set(['close-after-answer', 'ignore-stop', 'ignore-start', 'idle-close']);
 
 export interface FaultRule {
   target: FaultTarget;

@@ -28,6 +28,7 @@ export const NODES = [
   require('../nodes/charging-start'),
   require('../nodes/charging-progress'),
   require('../nodes/charging-stop'),
+  require('../nodes/charging-control'),
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -73,6 +73,17 @@ export class NodeLifecycle {
     });
   }
 
+  /** Work the node started by itself (a control node's check): closing waits for it, as for a message's, within the grace. */
+  track(work: Promise<unknown>): void {
+    const job = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.inFlight.add(job);
+    const forget = () => this.inFlight.delete(job);
+    void job.then(forget);
+  }
+
   /** Work to do when the node closes (besides aborting its requests and clearing its badge). */
   onClose(cleanup: (removed: boolean) => void): void {
     this.cleanups.push(cleanup);

@@ -24,6 +24,8 @@ export interface NodeStatus {
   values?: Record<string, string | number>;
   /** append the time of the change when shown */
   stamp?: boolean;
+  /** values that are texts of the catalog themselves, translated before they are filled in (a badge of parts: "on → charging") */
+  words?: Record<string, StatusKey>;
 }
 
 /** Every text a badge can show (the catalogs must have each, in every language: a test checks). */
@@ -50,6 +52,18 @@ export const STATUS_KEYS = [
   'watchingEnergy',
   'watchingEvent',
   'watchingEnded',
+  'control.badge',
+  'control.badgeTargets',
+  'control.waiting',
+  'control.on',
+  'control.off',
+  'control.endedAtStation',
+  'control.state.idle',
+  'control.state.starting',
+  'control.state.charging',
+  'control.state.stopping',
+  'control.state.guard',
+  'control.state.failed',
   'error.missingField',
   'error.invalidInput',
   'error.http',
@@ -278,9 +292,11 @@ export class StatusBoard {
 
   private show(next: NodeStatus | (() => NodeStatus), now: number): void {
     this.lastShown = now;
-    const { stamp, key, values, fill, shape } = typeof next === 'function' ? next() : next;
+    const { stamp, key, values, fill, shape, words } = typeof next === 'function' ? next() : next;
     if (key === undefined) return this.node.status({ fill, shape });
-    const text = translate(key, values).trim();
+    const all = words ? { ...values } : values;
+    for (const [name, word] of Object.entries(words ?? {})) (all as Record<string, string>)[name] = translate(word).trim();
+    const text = translate(key, all).trim().replace(/\s{2,}/g, ' ');
     this.node.status({ fill, shape, text: stamp ? `${text} · ${clock(new Date())}` : text });
   }
 }

@@ -32,7 +32,8 @@ export interface KeptToken {
 }
 
 type Callback = (err?: Error | null, value?: unknown) => void;
-interface FlowContext {
+/** Flow context as the stores use it: callbacks, keys and values as arrays. */
+export interface FlowContext {
   get(key: string, store: string | undefined, cb: Callback): void;
   set(keys: string[], values: unknown[], store: string | undefined, cb: Callback): void;
 }

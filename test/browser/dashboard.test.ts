@@ -22,8 +22,13 @@ function quickDashboardOnly(dataDir: string): void {
   const flow = (JSON.parse(fs.readFileSync(flowFile, 'utf8')) as Array<Record<string, unknown>>).filter((n) => /^(demo-)?e11-/.test(n.id as string));
   for (const n of flow) if (n.type === 'charging-progress' && n.mode === 'watch') n.interval = 1;
   for (const n of flow) if (n.type === 'inject' && n.once) n.onceDelay = 0.5;
+  // A short guard, so that the switch can charge again soon after Stop now.
+  for (const n of flow) if (n.type === 'charging-control') Object.assign(n, { guard: 2, checkInterval: 1 });
   fs.writeFileSync(flowFile, JSON.stringify(flow, null, 2));
 }
+
+/** Whether the Charge switch is on, as the page shows it. */
+const switchedOn = (page: Page) => page.$eval('.charging-switch input[type="checkbox"]', (e) => (e as HTMLInputElement).checked);
 
 /** What a widget shows (the page's own text, as the user reads it). */
 const shown = (page: Page, cls: string) => page.$eval(`.${cls} .nrdb-ui-text-value`, (e) => e.textContent?.trim() ?? '');
@@ -66,6 +71,8 @@ describe('Dashboard 2.0 page of example 11 (Chromium)', function () {
     assert.ok(kW > 9 && kW < 13, `the gauge shows the simulator's 11 kW: ${gauge}`);
     assert.match(gauge, /kW/);
     assert.equal(await page.$$eval('.charging-chart canvas', (c) => c.length), 1, 'the power chart is drawn');
+    await until(page, 'charging-control', /^on → charging \(transaction TX-/);
+    assert.equal(await switchedOn(page), true, 'the Charge switch shows the wish the control node holds');
     // The picture in the README: a few more points on the chart, the whole card in view.
     await delay(1500);
     await page.setViewportSize({ width: 700, height: 960 });
@@ -74,7 +81,7 @@ describe('Dashboard 2.0 page of example 11 (Chromium)', function () {
     await page.setViewportSize({ width: 1400, height: 900 });
   });
 
-  it('Stop asks first; confirmed, exactly one STOP reaches the service and the state becomes ended', async () => {
+  it('Stop asks first; confirmed, exactly one STOP reaches the service (at once, guard or not), the state becomes ended, the switch goes off', async () => {
     const tx = session.sim.session(TOKEN)?.transactionId;
     assert.ok(tx, 'the demo session charges');
     await page.click('.charging-stop');
@@ -85,14 +92,18 @@ describe('Dashboard 2.0 page of example 11 (Chromium)', function () {
     await until(page, 'charging-state', /^ended$/);
     assert.equal(session.sim.arrivals('STOP', tx), 1);
     assert.equal(session.sim.counters.stopArrivals, 1);
+    await until(page, 'charging-control', /^off → no session$/);
+    assert.equal(await switchedOn(page), false);
   });
 
-  it('Start charges the connector again, with a new transaction', async () => {
-    await page.click('.charging-start button');
+  it('the Charge switch, wired straight to charging-control, charges the connector again with a new transaction', async () => {
+    await page.click('.charging-switch input[type="checkbox"]');
     await until(page, 'charging-state', /^charging$/);
+    await until(page, 'charging-control', /^on → charging \(transaction TX-/);
     const s = session.sim.session(TOKEN);
     assert.ok(s && s.stoppedAt === null, 'a live session');
-    assert.equal(session.sim.counters.startArrivals, 2, 'the demo start after deploy, then the button');
+    assert.equal(session.sim.counters.startArrivals, 2, 'the wish after deploy, then the switch');
+    assert.equal(await switchedOn(page), true);
     assert.doesNotMatch(session.log(), /\[error\]/);
     assert.equal(await shown(page, 'charging-error'), 'none', 'no error on the page');
   });

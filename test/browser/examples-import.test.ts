@@ -16,6 +16,14 @@ const EXAMPLES = fs
   .filter((f) => f.endsWith('.json'))
   .sort();
 
+/** Whether example 12's scheduler wants its connector on at this hour: its 4 cheapest hours of the prices it ships with. */
+function example12WantsOn(): boolean {
+  const flow = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', '..', 'examples', '12 Charge in the cheapest hours.json'), 'utf8')) as Array<Record<string, unknown>>;
+  const prices = (JSON.parse(String(flow.find((n) => n.id === 'e12-i-prices')?.payload)) as { prices: number[] }).prices;
+  const cheapest = prices.map((price, hour) => ({ price, hour })).sort((a, b) => a.price - b.price || a.hour - b.hour).slice(0, 4).map((x) => x.hour);
+  return cheapest.includes(new Date().getHours());
+}
+
 interface EditorNode {
   id: string;
   type: string;
@@ -112,9 +120,13 @@ describe("examples imported into npm start's editor (Chromium)", function () {
     await page.waitForFunction(() => document.querySelector('#red-ui-header-button-deploy')?.classList.contains('disabled'), undefined, { timeout: 15_000 });
     // The once-injects of 01 (copy and demo) and 05 fire within 4 s; the stories end within ~20 s.
     const deadline = Date.now() + 40_000;
-    // Example 11 and the demo's dashboard charge on (DASH-RFID-1, E11-RFID-1): their Stop is a button.
-    while (Date.now() < deadline && !(sim.counters.stops - stops0 >= 4 && sim.activeSessions() === 2)) await delay(500);
+    // Example 11 and the demo's dashboard charge on (DASH-RFID-1, E11-RFID-1): their Stop is a button. Example 12
+    // charges E12-RFID-1 when the hour now is one of its cheapest (its prices are sent 2 s after the deploy).
+    const e12 = example12WantsOn();
+    const charging = 2 + (e12 ? 1 : 0);
+    while (Date.now() < deadline && !(sim.counters.stops - stops0 >= 4 && sim.activeSessions() === charging)) await delay(500);
     assert.equal(sim.counters.stops - stops0, 4, 'the demo and the imported 01 and 05 each stopped their session once');
+    if (e12 === example12WantsOn()) assert.equal(Boolean(sim.session('E12-RFID-1')), e12, `example 12 charges ${e12 ? '' : 'not '}in this hour`);
     await delay(1500);
     const red = (await editorNodes(page)).filter((n) => n.status?.fill === 'red');
     assert.deepEqual(red, [], 'no red status');

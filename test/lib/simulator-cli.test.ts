@@ -22,6 +22,8 @@ describe('simulator command line', () => {
     assert.deepEqual(parseFault('route-404'), { target: 'any', kind: 'route-404', times: Infinity });
     assert.deepEqual(parseFault('get:route-404:html:3'), { target: 'get', kind: 'route-404', format: 'html', times: 3 });
     assert.deepEqual(parseFault('ignore-stop:2'), { target: 'post', kind: 'ignore-stop', times: 2 });
+    assert.deepEqual(parseFault('ignore-start:3'), { target: 'post', kind: 'ignore-start', times: 3 });
+    assert.deepEqual(parseFault('post:ignore-start'), { target: 'post', kind: 'ignore-start', times: 1 });
     assert.throws(() => parseFault('idle-close'), /idle-close needs a time in ms/);
     assert.throws(() => parseFault('ignore-stop:x'), /x is not a count/);
     assert.throws(() => parseFault('nowhere:close-after-answer'), /bad --fault/);

@@ -160,6 +160,27 @@ describe('simulator faults of real servers and gateways', () => {
     assert.equal(sim.activeSessions(), 0, 'the third STOP ends it');
   });
 
+  it('ignore-start: the next n STARTs get 202 and no session appears; the one after starts it', async () => {
+    sim = await started();
+    const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };
+    const start = () => fetch(`${sim.url}${SESSIONS_PATH}`, { method: 'POST', headers: auth, body: JSON.stringify({ action: 'START', locationId: 'L1', evseId: '1', token: 'T1' }) });
+    sim.inject({ target: 'post', kind: 'ignore-start', times: 2 });
+    for (let i = 0; i < 2; i++) {
+      assert.equal((await start()).status, 202);
+      await new Promise((r) => setTimeout(r, 60)); // past startDelayMs: a real start would show
+      assert.equal(sim.session('T1'), undefined, `START ${i + 1} ignored: no session`);
+      assert.equal((await fetch(`${sim.url}${SESSIONS_PATH}?token=T1`, { headers: auth })).status, 404);
+    }
+    assert.equal((await start()).status, 202);
+    await new Promise((r) => setTimeout(r, 60));
+    assert.match(String(sim.session('T1')?.transactionId), /^TX-/, 'the third START starts it');
+    assert.equal(sim.counters.starts, 3);
+    // A START refused for another reason (409: a session is active) does not use it up.
+    sim.inject({ target: 'post', kind: 'ignore-start', times: 1 });
+    assert.equal((await start()).status, 409);
+    assert.equal(sim.pendingFaults().length, 1);
+  });
+
   it('counts every arrival of the same START and STOP, whatever it was answered', async () => {
     sim = await started();
     const auth = { Authorization: `Bearer ${await bearer(sim)}`, 'Content-Type': 'application/json' };

@@ -22,7 +22,7 @@ const CORE_MODULES = ['common/20-inject.js', 'common/90-comment.js', 'function/1
   require(path.join(CORE_DIR, f)),
 );
 /* eslint-enable @typescript-eslint/no-require-imports */
-const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop'];
+const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control'];
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; wires?: string[][] };
 
@@ -178,6 +178,8 @@ describe('examples/', () => {
       // Fast polls for the test: the interval floor is lowered with it.
       helper.settings({ chargingSession: { minPollIntervalSec: 0.1 } } as Record<string, unknown>);
       for (const n of flow) if (n.type === 'charging-progress' && n.mode === 'watch') n.interval = 0.2;
+      // A short guard and quick checks: the stories end within the test (the guard itself is tested in control.test.ts).
+      for (const n of flow) if (n.type === 'charging-control') Object.assign(n, { guard: 0.5, checkInterval: 0.2 });
       for (const n of flow) if (n.type === 'inject' && n.once) n.onceDelay = 0.1; // they fire by themselves, as after a deploy
       await helper.load([...NODES, ...CORE_MODULES], flow as Parameters<typeof helper.load>[1], {});
       attachSinks(flow); // watch mode and once-injects send by themselves: capture from the start
@@ -244,15 +246,19 @@ describe('examples/', () => {
       assert.deepEqual(redStatuses(), []);
     });
 
-    it('06 solar surplus: sunny starts (and waits for the start), cloudy stops by token', async () => {
+    it('06 solar surplus: sunny wants the car charging (one START), sunny again sends nothing, cloudy stops it once', async () => {
       await run('06 Charge on solar surplus (MQTT).json');
+      const states = () => Sink.of('e06-solar-debug').messages.map((m) => m.payload);
       send('e06-solar-sun', {});
-      await until(() => Sink.of('e06-solar-debug').messages.length === 1, 'started', 8000);
-      send('e06-solar-sun', {}); // same state again: filtered, no second START
+      await until(() => states().includes('charging'), 'charging', 8000);
+      send('e06-solar-sun', {}); // the same wish again: nothing to send
+      await new Promise((r) => setTimeout(r, 600));
       send('e06-solar-cloud', {});
-      await until(() => sim.counters.stops === 1, 'STOP', 8000);
+      await until(() => sim.counters.stops === 1 && states().at(-1) === 'idle', 'stopped, idle', 8000);
       assert.equal(sim.counters.starts, 1);
+      assert.deepEqual(states(), ['starting', 'charging', 'guard', 'stopping', 'idle'].filter((s) => states().includes(s)), 'in order, each once');
       assert.deepEqual(errorsLogged(), []);
+      assert.deepEqual(redStatuses(), []);
     });
 
     it('07 depot: six connectors started, watched by one node, stopped', async () => {
@@ -389,6 +395,34 @@ describe('examples/', () => {
         delete process.env.CHARGING_SESSION_LOG;
         fs.rmSync(dir, { recursive: true, force: true });
       }
+    });
+
+    it('12 cheapest hours: the price scheduler\'s true/false reaches charging-control; a cheap hour starts once, an expensive one stops', async () => {
+      const probe = (f: FlowNode[]) => {
+        const cheapest = f.find((n) => n.id === 'e12-f-cheapest') as FlowNode;
+        cheapest.wires = [['e12-n-control', 'e12-probe'], ['e12-n-control', 'e12-probe']];
+        f.push({ id: 'e12-probe', type: 'helper', z: cheapest.z, wires: [] } as FlowNode);
+      };
+      await run('12 Charge in the cheapest hours.json', probe);
+      const states = () => Sink.of('e12-d-state').messages.map((m) => m.payload);
+      // The prices of the example, sent at deploy: the wish depends on the hour it is now.
+      await until(() => Sink.of('e12-probe').messages.length === 1, 'the scheduler\'s first wish');
+      const first = Sink.of('e12-probe').messages[0].payload;
+      assert.equal(typeof first, 'boolean');
+      await until(() => states().at(-1) === (first ? 'charging' : 'idle'), `${String(first)} carried out`, 8000);
+      assert.equal(sim.counters.starts, first ? 1 : 0);
+      // A day in which the hour now is the cheapest, then the dearest: on, then off.
+      const hour = new Date().getHours();
+      const day = (at: number) => ({ prices: Array.from({ length: 24 }, (_, h) => (h === hour ? at : 0.3)) });
+      send('e12-f-cheapest', { payload: day(0.1) });
+      send('e12-f-cheapest', { payload: day(0.1) }); // a reschedule says it again: nothing more
+      await until(() => states().at(-1) === 'charging', 'charging in a cheap hour', 8000);
+      assert.equal(sim.counters.starts, 1);
+      send('e12-f-cheapest', { payload: day(0.9) });
+      await until(() => states().at(-1) === 'idle' && sim.counters.stops === 1, 'stopped in a dear hour', 8000);
+      assert.equal(Sink.of('e12-d-state').messages.at(-1)?.wanted, false);
+      assert.equal(sim.counters.starts, 1);
+      assert.deepEqual(errorsLogged(), []);
     });
   });
 });

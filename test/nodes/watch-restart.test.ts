@@ -5,14 +5,10 @@
  * ended meanwhile is reported `ended` once.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
 import type { ServiceClient } from '../../nodes/lib/client/service-client';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
-import { prepareUserDir, spawnNodeRed } from '../../scripts/start';
-import { helper, load, Sink, send, until, delay, runtimeSuite, clientFor, CLIENT_ID, CLIENT_SECRET, startSimulator, freePort, NODE_RED } from '../harness';
+import { helper, load, Sink, send, until, delay, runtimeSuite, clientFor, startSimulator } from '../harness';
+import { RedProcess } from '../red-process';
 
 const SINKS = ['out', 'caught'].map((id) => ({ id, type: 'helper' }));
 const CATCH = { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] };
@@ -87,72 +83,42 @@ describe('watch mode: events once across a restart of a real Node-RED process (l
   this.timeout(90_000);
   let sim: ChargingServiceSimulator;
   let client: ServiceClient;
-  let red: ChildProcess | null = null;
-  let log = '';
-  let dataDir = '';
-  let port = 0;
-
-  async function startRed(): Promise<void> {
-    log = '';
-    red = spawnNodeRed(dataDir, port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
-    red.stdout?.on('data', (d: Buffer) => (log += d.toString()));
-    red.stderr?.on('data', (d: Buffer) => (log += d.toString()));
-    await until(() => /Started flows/.test(log) || red?.exitCode !== null, 'Node-RED to start', 30_000);
-    assert.match(log, /Started flows/, `Node-RED did not start:\n${log}`);
-  }
-  async function stopRed(): Promise<void> {
-    if (red && red.exitCode === null) {
-      const exited = new Promise((r) => red?.once('exit', r));
-      red.kill('SIGINT');
-      await exited;
-    }
-    red = null;
-  }
-  const count = (re: RegExp) => (log.match(re) ?? []).length;
+  let red: RedProcess;
+  const count = (re: RegExp) => red.count(re);
 
   before(async () => {
     sim = await startSimulator({ startDelayMs: 0, stopDelayMs: 0 });
     client = clientFor(sim);
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-restart-'));
-    port = await freePort();
-    prepareUserDir(dataDir, port, 'empty');
-    const settings = path.join(dataDir, 'settings.js');
-    fs.writeFileSync(
-      settings,
-      fs.readFileSync(settings, 'utf8').replace(/};\s*$/, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.2 },\n};\n"),
-    );
     const flow = [
       { id: 'tab', type: 'tab', label: 'restart' },
       { id: 'svc', type: 'charging-service', name: 'sim', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '' },
       { id: 'w', type: 'charging-progress', z: 'tab', service: 'svc', mode: 'watch', watchTokens: 'P-1, P-2', interval: 0.3, contextStore: 'file', x: 200, y: 100, wires: [['log']] },
       { id: 'log', type: 'function', z: 'tab', func: "node.warn('EVENT ' + msg.event + ' ' + msg.topic); return null;", outputs: 1, x: 400, y: 100, wires: [[]] },
     ];
-    fs.writeFileSync(path.join(dataDir, 'flows.json'), JSON.stringify(flow));
-    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify({ svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }));
+    red = await RedProcess.prepare('charging-restart-', flow, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.2 },");
   });
 
   after(async () => {
-    await stopRed();
+    await red?.remove();
     await client?.close();
     await sim?.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('a clean restart: no second started for a running session, exactly one ended for one that ended while down', async () => {
     await client.sendCommand({ action: 'START', locationId: 'L', evseId: '1', token: 'P-1' });
     await client.sendCommand({ action: 'START', locationId: 'L', evseId: '2', token: 'P-2' });
-    await startRed();
+    await red.start();
     await until(() => count(/EVENT started P-1/g) === 1 && count(/EVENT started P-2/g) === 1, 'both started', 15_000);
-    await stopRed();
+    await red.stop();
     await stopSession(client, sim, 'P-2');
     const polled = sim.requests.length;
-    await startRed();
+    await red.start();
     const pollsSince = (t: string) => sim.requests.slice(polled).filter((r) => r.method === 'GET' && r.query.token === t).length;
     await until(() => count(/EVENT ended P-2/g) >= 1 && pollsSince('P-1') >= 5 && pollsSince('P-2') >= 5, 'five polls of each after the restart', 20_000);
-    assert.equal(count(/EVENT started/g), 0, `no started after the restart:\n${log}`);
+    assert.equal(count(/EVENT started/g), 0, `no started after the restart:\n${red.log}`);
     assert.equal(count(/EVENT ended P-2/g), 1, 'ended once');
     assert.equal(count(/EVENT ended P-1/g), 0);
-    assert.doesNotMatch(log, /Could not keep the watch state/);
+    assert.doesNotMatch(red.log, /Could not keep the watch state/);
   });
 
   it('kill -9 after the store wrote (flushInterval 1 s): a session started before the kill is not started again', async () => {
@@ -160,15 +126,12 @@ describe('watch mode: events once across a restart of a real Node-RED process (l
     await client.sendCommand({ action: 'START', locationId: 'L', evseId: '2', token: 'P-2' });
     await until(() => count(/EVENT started P-2/g) === 1, 'P-2 started', 15_000);
     await delay(3_500); // past the watch store's batch (1 s and a tick) and localfilesystem's flush (1 s here, 30 s by default)
-    const killed = new Promise((r) => red?.once('exit', r));
-    red?.kill('SIGKILL');
-    await killed;
-    red = null;
+    await red.stop('SIGKILL');
     const polled = sim.requests.length;
-    await startRed();
+    await red.start();
     const pollsSince = (t: string) => sim.requests.slice(polled).filter((r) => r.method === 'GET' && r.query.token === t).length;
     await until(() => pollsSince('P-1') >= 5 && pollsSince('P-2') >= 5, 'five polls of each after the restart', 20_000);
-    assert.equal(count(/EVENT started/g), 0, `no started after kill -9 and a restart:\n${log}`);
+    assert.equal(count(/EVENT started/g), 0, `no started after kill -9 and a restart:\n${red.log}`);
     assert.equal(count(/EVENT ended/g), 0);
   });
 });

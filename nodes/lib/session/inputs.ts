@@ -67,10 +67,12 @@ export function normaliseField(field: CommandField, value: unknown, from: string
 }
 
 /**
- * The fields a node needs, from the node's own settings first, then msg.payload.
- * Throws a ChargingError naming the first field that is missing or invalid.
+ * The fields a node needs, from the node's own settings first, then msg.payload
+ * (or the object `from` names: charging-control reads msg.target, its payload
+ * being the wanted state). Throws a ChargingError naming the first field that
+ * is missing or invalid.
  */
-export function resolveFields<F extends CommandField>(required: readonly F[], nodeFields: NodeFields, payload: unknown): Record<F, string> {
+export function resolveFields<F extends CommandField>(required: readonly F[], nodeFields: NodeFields, payload: unknown, from = 'msg.payload'): Record<F, string> {
   const out = {} as Record<F, string>;
   for (const field of required) {
     const set = nodeFields[field];
@@ -84,9 +86,9 @@ export function resolveFields<F extends CommandField>(required: readonly F[], no
       if (!isUnset(found)) break;
     }
     if (isUnset(found)) {
-      throw new ChargingError('MISSING_FIELD', `${field} is required: set it in the node or send it as msg.payload.${field}`, { field });
+      throw new ChargingError('MISSING_FIELD', `${field} is required: set it in the node or send it as ${from}.${field}`, { field });
     }
-    out[field] = normaliseField(field, found, `msg.payload.${field}`);
+    out[field] = normaliseField(field, found, `${from}.${field}`);
   }
   return out;
 }

@@ -1,0 +1,224 @@
+/**
+ * charging-control's Node-RED side: the settings from the dialog, the
+ * configuration's client for every request, the context store for what is kept,
+ * a message on every change of state, and the badge ("on → charging 4.2 kWh").
+ * The rules live in nodes/lib/control.
+ */
+import type { Node, NodeAPI, NodeMessage } from 'node-red';
+import { DEFAULT_RETRY } from '../lib/client/request';
+import type { ServiceClient } from '../lib/client/service-client';
+import { monotonicNow } from '../lib/clock';
+import { ControlBook } from '../lib/control/book';
+import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/controller';
+import type { ControlSettings } from '../lib/control/memory';
+import { ENDED_AT_STATION } from '../lib/control/reconcile';
+import type { ControlTarget } from '../lib/control/view';
+import type { ChargingError } from '../lib/errors';
+import { positiveNumber } from '../lib/settings';
+import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
+import { ContextControlStore } from './control-store';
+import type { NodeLifecycle } from './run-node';
+import { getService } from './service-node';
+import { formatEnergy, NodeStatus, StatusKey } from './status';
+import { literalFields, typedFields } from './typed-fields';
+import { resolveFields } from '../lib/session/inputs';
+import { DEFAULT_MIN_INTERVAL_SEC } from './watch-mode';
+
+export interface ControlConfig {
+  service: string;
+  /** seconds, 0 = off (default 300) */
+  guard?: string | number;
+  /** seconds (default 30) */
+  checkInterval?: string | number;
+  /** 1–5 (default 2) */
+  startAttempts?: string | number;
+  /** seconds (default 60) */
+  waitTimeout?: string | number;
+  enforce?: boolean;
+  contextStore?: string;
+}
+
+/** A check every this many ms at most while a START or STOP is awaited, so that "charging" follows the car promptly. */
+export const CONFIRM_MS = 2_000;
+
+/** The dialog's settings as the controller's, with the poll floor of settings.js (chargingSession.minPollIntervalSec) for the check interval. */
+export function controlSettings(config: ControlConfig, floorSec: number): { settings: ControlSettings; raised?: string } {
+  const check = positiveNumber(config.checkInterval, 30, 0.01, 86_400);
+  const checkSec = Math.max(floorSec, check);
+  const checkMs = checkSec * 1000;
+  return {
+    settings: {
+      guardMs: positiveNumber(config.guard, 300, 0, 86_400) * 1000,
+      checkMs,
+      confirmMs: Math.min(CONFIRM_MS, checkMs),
+      waitMs: positiveNumber(config.waitTimeout, 60, 0.1, 3600) * 1000,
+      startAttempts: Math.round(positiveNumber(config.startAttempts, 2, 1, 5)),
+      stopAttempts: DEFAULT_ENSURE_ATTEMPTS,
+      enforce: config.enforce === true,
+    },
+    raised: checkSec > check ? `Check interval raised from ${check} s to the minimum of ${floorSec} s` : undefined,
+  };
+}
+
+const realClock: ControlClock = {
+  now: monotonicNow,
+  wall: () => Date.now(),
+  after(ms, fn) {
+    const t = setTimeout(fn, ms);
+    t.unref?.();
+    return () => clearTimeout(t);
+  },
+};
+
+/** The output on a change of state (the contract: payload, wanted, reason, session, target). */
+export function controlMessage(s: ControlSnapshot): NodeMessage & Record<string, unknown> {
+  return { topic: s.target.token, payload: s.state, wanted: s.wanted, reason: s.reason, session: s.session, target: { ...s.target } };
+}
+
+const FILL: Record<ControlSnapshot['state'], Pick<NodeStatus, 'fill' | 'shape'>> = {
+  idle: { fill: 'grey', shape: 'ring' },
+  starting: { fill: 'blue', shape: 'ring' },
+  charging: { fill: 'green', shape: 'dot' },
+  stopping: { fill: 'blue', shape: 'ring' },
+  guard: { fill: 'yellow', shape: 'ring' },
+  failed: { fill: 'red', shape: 'ring' },
+};
+
+/** The badge of a target: "on → charging 4.2 kWh", "off → stopping 2/3", "on → guard 2:40". */
+export function controlBadge(s: ControlSnapshot, count: number, now: number): NodeStatus {
+  const words: Record<string, StatusKey> = { state: `control.state.${s.state}` as StatusKey };
+  if (s.wanted !== null) words.wanted = s.wanted ? 'control.on' : 'control.off';
+  let detail = '';
+  if (s.state === 'charging') detail = formatEnergy(s.session?.energyKWh ?? null);
+  else if (s.state === 'guard') detail = clockText(Math.max(0, (s.guardLeftMs ?? 0) - (now - s.at)));
+  else if ((s.state === 'starting' || s.state === 'stopping') && s.attempt && s.attempt.n > 0) detail = `${s.attempt.n}/${s.attempt.of}`;
+  else if (s.state === 'idle' && s.reason === ENDED_AT_STATION) words.detail = 'control.endedAtStation';
+  const values = { detail, count, token: s.target.token, wanted: '' };
+  return { ...FILL[s.state], key: count > 1 ? 'control.badgeTargets' : 'control.badge', values, words, stamp: s.state !== 'guard' };
+}
+
+/** The target when every field is a literal set in the node: then the node serves it alone. */
+function fixedTarget(config: ControlConfig): ControlTarget | undefined {
+  const fields = literalFields(typedFields(config, ['locationId', 'evseId', 'token'] as const));
+  if (!fields || typeof fields.locationId !== 'string' || typeof fields.evseId !== 'string' || typeof fields.token !== 'string') return undefined;
+  try {
+    return resolveFields(['locationId', 'evseId', 'token'] as const, fields, undefined);
+  } catch {
+    return undefined; // a field the node cannot use: every message says so
+  }
+}
+
+function clockText(ms: number): string {
+  const sec = Math.ceil(ms / 1000);
+  return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
+}
+
+export class ControlMode {
+  private shown: ControlSnapshot | null = null;
+  private ticker: NodeJS.Timeout | null = null;
+
+  private constructor(
+    private readonly node: Node,
+    private readonly life: NodeLifecycle,
+    private readonly book: ControlBook,
+    private readonly client: () => ServiceClient,
+    private readonly checkSec: number,
+  ) {}
+
+  /**
+   * Takes up the kept targets and checks them. `mayCommand` is the fleet's
+   * hook (who may send for a target); default: this process always.
+   */
+  static start(RED: NodeAPI, node: Node, config: ControlConfig, life: NodeLifecycle, mayCommand?: (t: ControlTarget) => boolean): ControlMode {
+    const fixed = fixedTarget(config);
+    const floor = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession?.minPollIntervalSec;
+    const { settings, raised } = controlSettings(config, typeof floor === 'number' ? floor : DEFAULT_MIN_INTERVAL_SEC);
+    if (raised) node.warn(raised);
+    const client = () => getService(RED, config.service).getClient();
+    let derive;
+    try {
+      derive = getService(RED, config.service).deriveOptions;
+    } catch {
+      // no configuration: every message says so (CONFIG), nothing is sent
+    }
+    let mode: ControlMode | null = null;
+    const deps: ControlDeps = {
+      poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
+      send: (command) => client().sendCommand(command, { signal: life.signal }),
+      store: new ContextControlStore(node, config.contextStore),
+      clock: realClock,
+      mayCommand,
+      derive,
+      onState: (snapshot, changed) => mode?.onState(snapshot, changed),
+      onError: (t, err) => life.report(err, t.token ? { topic: t.token, target: { ...t } } as NodeMessage : undefined),
+      track: (work) => life.track(work),
+    };
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000);
+    const m = mode;
+    life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
+    void m.book.whenReady().then(() => m.demand());
+    life.onClose((removed) => m.close(removed, deps.store as ContextControlStore));
+    return mode;
+  }
+
+  /**
+   * A wish for a target. Resolves when the check it causes is done (within the
+   * message budget: a check still on the wire after it reports to Catch by
+   * itself); rejects with that check's failure.
+   */
+  async want(target: ControlTarget, wanted: boolean, opts: { force?: boolean; restart?: boolean }): Promise<void> {
+    const check = this.book.want(target, wanted, opts);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), DEFAULT_RETRY.maxTotalMs);
+    });
+    const first = await Promise.race([check, late]).finally(() => clearTimeout(timer));
+    this.demand();
+    if (first === 'late') {
+      void check.then((err) => err && this.life.report(err, { topic: target.token, target: { ...target } } as NodeMessage), (err: unknown) => this.life.report(err));
+      return;
+    }
+    if (first) throw first as ChargingError;
+  }
+
+  private onState(snapshot: ControlSnapshot, changed: boolean): void {
+    if (changed) this.life.emit(controlMessage(snapshot));
+    this.shown = snapshot;
+    this.badge();
+  }
+
+  private badge(): void {
+    const s = this.shown;
+    if (!s) return;
+    this.life.board.set(controlBadge(s, this.book.size, monotonicNow()));
+    // The guard's countdown moves once a second while it is shown; no timer otherwise.
+    if (s.state === 'guard' && !this.ticker) {
+      this.ticker = setInterval(() => this.badge(), 1000);
+      this.ticker.unref?.();
+    } else if (s.state !== 'guard' && this.ticker) {
+      clearInterval(this.ticker);
+      this.ticker = null;
+    }
+  }
+
+  /** Tells the request budget how many checks per second this node makes, as watch mode does. */
+  private demand(): void {
+    try {
+      this.client().setPollDemand(this.node.id, this.book.size / this.checkSec);
+    } catch {
+      // no configuration: nothing is polled
+    }
+  }
+
+  private close(removed: boolean, store: ContextControlStore): void {
+    this.book.close();
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+    try {
+      this.client().setPollDemand(this.node.id, 0);
+    } catch {
+      // the configuration is gone too
+    }
+    if (removed) void store.clear().catch(() => undefined);
+  }
+}

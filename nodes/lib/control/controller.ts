@@ -1,0 +1,237 @@
+/**
+ * One target kept in the state its flow wants: a check reads progress, takes
+ * it into memory, decides (reconcile.ts) and sends at most one command, then
+ * arms the next check. Checks of one target never overlap; everything waits on
+ * the injected clock, and every request is bounded by the client's deadlines.
+ */
+import { ChargingError, isChargingError } from '../errors';
+import { startCommand, stopCommand, type ChargingCommand } from '../session/commands';
+import { deriveSession, type DeriveOptions, type ProgressRecord, type SessionInfo } from '../session/record';
+import { type Action, type ControlMemory, type ControlSettings, type ControlState, toKept } from './memory';
+import { actualState, applyWish, decide, type Decision, noteSent, observe, type WishOptions } from './reconcile';
+import type { ControlStore } from './store';
+import { targetKey, viewOf, type ControlTarget, type ProgressView } from './view';
+
+/** The clocks and the timer a controller runs on (a fake one in tests). */
+export interface ControlClock {
+  /** monotonic ms: every wait and the guard */
+  now(): number;
+  /** wall-clock ms: only for what is kept across a restart */
+  wall(): number;
+  /** calls fn after ms; returns a cancel */
+  after(ms: number, fn: () => void): () => void;
+}
+
+export type CheckPriority = 'command' | 'poll';
+
+export interface ControlDeps {
+  /** one progress query for the target: its record, or null for no session */
+  poll(target: ControlTarget, priority: CheckPriority): Promise<ProgressRecord | null>;
+  /** one START or STOP; resolves when the service accepted it */
+  send(command: ChargingCommand): Promise<unknown>;
+  store: ControlStore;
+  clock: ControlClock;
+  /** who may send: false while another process holds the target (a fleet's lease); default: always this one */
+  mayCommand?(target: ControlTarget): boolean;
+  /** after every check: the target's state; `changed` when state or wish differ from the last output */
+  onState(snapshot: ControlSnapshot, changed: boolean): void;
+  /** a failure found by a check nobody waits for (a timer's), once per streak of the same failure */
+  onError(target: ControlTarget, err: ChargingError): void;
+  /** every check, so that closing can wait for one on the wire */
+  track?(work: Promise<unknown>): void;
+  derive?: DeriveOptions;
+}
+
+export interface ControlSnapshot {
+  target: ControlTarget;
+  state: ControlState;
+  wanted: boolean | null;
+  reason: string;
+  /** derived from the last record (as the progress node derives it); null without a session */
+  session: SessionInfo | null;
+  attempt?: { n: number; of: number };
+  guardLeftMs?: number;
+  /** monotonic ms when taken */
+  at: number;
+}
+
+/** Never check again sooner than this: a decision that says "now" must not spin. */
+export const MIN_CHECK_MS = 50;
+
+type Result = ChargingError | undefined;
+
+function asError(err: unknown): ChargingError {
+  return isChargingError(err) ? err : new ChargingError('INTERNAL', `Unexpected failure in charging-control (please report it): ${String((err as Error)?.message ?? err).slice(0, 300)}`);
+}
+
+/** A failed command that may have reached the station: its effect is awaited in progress, never sent again blindly. */
+function mayHaveActed(err: ChargingError, action: Action): boolean {
+  if (err.outcomeUnknown || err.code === 'OUTCOME_UNKNOWN') return true;
+  // A STOP answered 404 or 409: only progress can tell whether the session goes on (as "make sure it ends").
+  return action === 'STOP' && (err.code === 'NO_SESSION' || err.statusCode === 404 || err.statusCode === 409);
+}
+
+export class TargetController {
+  readonly key: string;
+  private current: Promise<Result> | null = null;
+  private next: Promise<Result> | null = null;
+  private cancelTimer: (() => void) | null = null;
+  private closed = false;
+  private savedText = '';
+  private errorShape: string | null = null;
+  private last: ControlSnapshot | null = null;
+
+  constructor(
+    readonly target: ControlTarget,
+    private readonly m: ControlMemory,
+    private readonly s: ControlSettings,
+    private readonly deps: ControlDeps,
+  ) {
+    this.key = targetKey(target);
+  }
+
+  get snapshot(): ControlSnapshot | null {
+    return this.last;
+  }
+
+  get wanted(): boolean | null {
+    return this.m.wanted;
+  }
+
+  /** A wish from the flow: checks now unless it changes nothing. Resolves with the failure of that check, if any. */
+  async want(wanted: boolean, opts: WishOptions = {}): Promise<Result> {
+    if (this.closed || !applyWish(this.m, wanted, opts)) return undefined;
+    await this.save();
+    return this.check('command');
+  }
+
+  /** A check now, or right after the one running (never two at once). */
+  check(priority: CheckPriority): Promise<Result> {
+    if (this.closed) return Promise.resolve(undefined);
+    if (!this.current) {
+      const run = this.pass(priority).catch(asError);
+      this.current = run.finally(() => {
+        this.current = null;
+      });
+      this.deps.track?.(this.current);
+      return this.current;
+    }
+    if (!this.next) {
+      this.next = this.current.then(() => {
+        this.next = null;
+        return this.check(priority);
+      });
+    }
+    return this.next;
+  }
+
+  /** No more checks, no timer; a command on the wire still has its answer written down. */
+  close(): void {
+    this.closed = true;
+    this.cancelTimer?.();
+    this.cancelTimer = null;
+  }
+
+  private async pass(priority: CheckPriority): Promise<Result> {
+    this.cancelTimer?.();
+    this.cancelTimer = null;
+    let record: ProgressRecord | null;
+    try {
+      record = await this.deps.poll(this.target, priority);
+    } catch (err) {
+      return this.failed(asError(err));
+    }
+    if (this.closed) return undefined;
+    const view = viewOf(record, this.target);
+    const now = this.deps.clock.now();
+    observe(this.m, view, now, this.s);
+    let decision = decide(this.m, view, now, this.s, this.deps.mayCommand?.(this.target) ?? true);
+    if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
+    let error = decision.error;
+    if (decision.send) ({ decision, error } = await this.execute(decision, view));
+    this.show(decision, view, record);
+    await this.save();
+    this.schedule(decision.nextMs);
+    this.errorShape = error ? shape(error) : null;
+    return error;
+  }
+
+  /** Sends the decided command: written down first, undone if it surely was not sent. */
+  private async execute(decision: Decision, view: ProgressView): Promise<{ decision: Decision; error?: ChargingError }> {
+    const send = decision.send as NonNullable<Decision['send']>;
+    const before = { command: this.m.command, round: this.m.round, attempts: this.m.attempts, last: this.m.last, force: this.m.force };
+    const undo = () => Object.assign(this.m, before);
+    noteSent(this.m, send.action, this.deps.clock.now(), send.action === 'STOP' ? send.transactionId : undefined);
+    await this.save();
+    if (this.closed) {
+      undo();
+      await this.save();
+      return { decision };
+    }
+    const t = this.target;
+    const command = send.action === 'START' ? startCommand(t) : stopCommand({ ...t, transactionId: send.transactionId });
+    try {
+      await this.deps.send(command);
+      return { decision };
+    } catch (err) {
+      const e = asError(err);
+      if (mayHaveActed(e, send.action)) return { decision: { ...decision, reason: `${decision.reason}; its answer was lost (${e.message}): waiting for progress to show it` } };
+      const now = this.deps.clock.now();
+      if (send.action === 'START' && e.code === 'HTTP') {
+        // The service refused it: nothing was started, and the same START would be refused again.
+        this.m.command = null;
+        this.m.failed = { action: 'START', reason: `the service refused START: ${e.message}`, at: now };
+        return { decision: { state: 'failed', reason: this.m.failed.reason, nextMs: this.s.checkMs }, error: e };
+      }
+      undo();
+      if (e.code === 'CLOSED') return { decision: { ...decision, state: actualState(view), reason: `${send.action} not sent: the node closed`, send: undefined } };
+      return { decision: { state: actualState(view), reason: `${send.action} not sent: ${e.message}`, nextMs: this.s.checkMs }, error: e };
+    }
+  }
+
+  /** A check that could not read progress: the state stays as it was; the next check comes as usual. */
+  private failed(err: ChargingError): Result {
+    if (this.closed || err.code === 'CLOSED') return undefined;
+    this.schedule(this.m.command ? this.s.confirmMs : this.s.checkMs);
+    this.errorShape = shape(err);
+    return err;
+  }
+
+  private show(decision: Decision, view: ProgressView, record: ProgressRecord | null): void {
+    const session = record && (view.kind === 'active' || view.kind === 'pending') ? deriveSession(record, this.deps.derive) : null;
+    const snapshot: ControlSnapshot = { target: this.target, state: decision.state, wanted: this.m.wanted, reason: decision.reason, session, attempt: decision.attempt, guardLeftMs: decision.guardLeftMs, at: this.deps.clock.now() };
+    this.last = snapshot;
+    const shown = `${decision.state}|${String(this.m.wanted)}`;
+    const changed = shown !== this.m.shown;
+    this.m.shown = shown;
+    this.deps.onState(snapshot, changed);
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return;
+    this.cancelTimer?.();
+    this.cancelTimer = this.deps.clock.after(Math.max(MIN_CHECK_MS, ms), () => {
+      this.cancelTimer = null;
+      const before = this.errorShape;
+      void this.check('poll').then((err) => {
+        // A timer's check has nobody to answer: its failure goes to onError, once per streak.
+        if (err && shape(err) !== before) this.deps.onError(this.target, err);
+      });
+    });
+  }
+
+  /** Writes the memory if it changed since the last write; resolves when the store has it. */
+  private async save(): Promise<void> {
+    const kept = toKept(this.target, this.m, { now: this.deps.clock.now(), wall: this.deps.clock.wall() });
+    // Times aside: a check that changed nothing writes nothing.
+    const text = JSON.stringify({ ...kept, command: this.m.command, failed: this.m.failed, last: this.m.last });
+    if (text === this.savedText) return;
+    this.savedText = text;
+    await this.deps.store.save(this.key, kept);
+  }
+}
+
+/** An error's kind, for "once per streak": numbers do not make a new one. */
+function shape(err: ChargingError): string {
+  return `${err.code}:${err.message.replace(/\d+(\.\d+)?/g, '#')}`;
+}

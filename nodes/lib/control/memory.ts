@@ -1,0 +1,123 @@
+/**
+ * What charging-control remembers per target, in memory (monotonic times) and
+ * as kept in a store across redeploys and restarts (wall-clock times: the
+ * monotonic clock starts again with each process).
+ */
+import type { ControlTarget } from './view';
+
+export type ControlState = 'idle' | 'starting' | 'charging' | 'stopping' | 'guard' | 'failed';
+export const CONTROL_STATES: readonly ControlState[] = ['idle', 'starting', 'charging', 'stopping', 'guard', 'failed'];
+export type Action = 'START' | 'STOP';
+
+export interface ControlSettings {
+  /** least time between a STOP and the next START, and between a START and the next STOP, ms (0: off) */
+  guardMs: number;
+  /** a check every this many ms */
+  checkMs: number;
+  /** a check every this many ms while a command's effect is awaited (at most checkMs) */
+  confirmMs: number;
+  /** how long a START or STOP is given to show in progress before it counts as not done, ms */
+  waitMs: number;
+  /** STARTs in all before `failed` (1–5) */
+  startAttempts: number;
+  /** STOPs in one round before `failed` (a new round after checkMs: STOP is never given up while wanted off) */
+  stopAttempts: number;
+  /** stop a session started at the station while wanted off */
+  enforce: boolean;
+}
+
+export interface ControlMemory {
+  /** the flow's wish; null only before the first */
+  wanted: boolean | null;
+  /** an off to carry out: the session there when it came, or one a START of ours still brings, is stopped */
+  offPending: boolean;
+  /** the off came with msg.force: its STOP does not wait for the guard */
+  force: boolean;
+  /** wanted on and the session ended without a STOP of ours: not started again until on after off, or msg.restart */
+  endedAtStation: boolean;
+  /** the START or STOP last sent (or that may have been sent) whose effect progress has not shown yet; at: monotonic ms */
+  command: { action: Action; at: number; transactionId?: string } | null;
+  /** the action of the current round, and how many of it were sent */
+  round: Action | null;
+  attempts: number;
+  /** START attempts ran out, the service refused START, or a STOP round did not end the session; at: monotonic ms */
+  failed: { action: Action; reason: string; at: number } | null;
+  /** the guard's clock: the last command this node sent; at: monotonic ms */
+  last: { action: Action; at: number } | null;
+  /** the transaction last seen active (an end without our STOP is an end at the station) */
+  seenTx: string | null;
+  /** state and wish last sent on the output ("state|wanted"): output only on a change */
+  shown: string | null;
+}
+
+export function emptyMemory(): ControlMemory {
+  return { wanted: null, offPending: false, force: false, endedAtStation: false, command: null, round: null, attempts: 0, failed: null, last: null, seenTx: null, shown: null };
+}
+
+/** A target as a ControlStore keeps it: the memory with wall-clock times (ms since the epoch). */
+export interface KeptTarget extends Omit<ControlMemory, 'command' | 'failed' | 'last'> {
+  v: 1;
+  target: ControlTarget;
+  command: { action: Action; atWall: number; transactionId?: string } | null;
+  failed: { action: Action; reason: string; atWall: number } | null;
+  last: { action: Action; atWall: number } | null;
+}
+
+export interface Clocks {
+  /** monotonic ms */
+  now: number;
+  /** wall-clock ms */
+  wall: number;
+}
+
+export function toKept(target: ControlTarget, m: ControlMemory, c: Clocks): KeptTarget {
+  const wall = (at: number) => Math.round(c.wall - (c.now - at));
+  const cmd = m.command;
+  return {
+    v: 1,
+    target: { ...target },
+    ...m,
+    command: cmd && { action: cmd.action, atWall: wall(cmd.at), ...(cmd.transactionId ? { transactionId: cmd.transactionId } : {}) },
+    failed: m.failed && { action: m.failed.action, reason: m.failed.reason, atWall: wall(m.failed.at) },
+    last: m.last && { action: m.last.action, atWall: wall(m.last.at) },
+  };
+}
+
+const isAction = (v: unknown): v is Action => v === 'START' || v === 'STOP';
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const text = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+const finite = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+
+/**
+ * A kept target back in memory, or null if it is not one (a damaged store is
+ * forgotten, not trusted). A time kept on a wall clock that has since gone
+ * back counts as just now: a guard or a wait is never cut short by it.
+ */
+export function fromKept(raw: unknown, c: Clocks): { target: ControlTarget; memory: ControlMemory } | null {
+  if (!isObject(raw) || raw.v !== 1 || !isObject(raw.target)) return null;
+  const t = raw.target;
+  const [locationId, evseId, token] = [text(t.locationId), text(t.evseId), text(t.token)];
+  if (locationId === null || evseId === null || token === null || typeof raw.wanted !== 'boolean') return null;
+  const mono = (atWall: unknown): number | null => {
+    const w = finite(atWall);
+    return w === null ? null : c.now - Math.max(0, c.wall - w);
+  };
+  const m = emptyMemory();
+  m.wanted = raw.wanted;
+  m.offPending = raw.offPending === true;
+  m.force = raw.force === true;
+  m.endedAtStation = raw.endedAtStation === true;
+  m.seenTx = text(raw.seenTx);
+  m.shown = text(raw.shown);
+  m.round = isAction(raw.round) ? raw.round : null;
+  m.attempts = m.round ? Math.max(0, Math.min(100, Math.floor(finite(raw.attempts) ?? 0))) : 0;
+  const cmd = raw.command;
+  const cmdAt = isObject(cmd) ? mono(cmd.atWall) : null;
+  // A command kept without a time is taken as sent just now: waited for, never sent again blindly.
+  if (isObject(cmd) && isAction(cmd.action)) m.command = { action: cmd.action, at: cmdAt ?? c.now, ...(text(cmd.transactionId) ? { transactionId: text(cmd.transactionId) as string } : {}) };
+  const failed = raw.failed;
+  if (isObject(failed) && isAction(failed.action)) m.failed = { action: failed.action, reason: text(failed.reason) ?? 'failed', at: mono(failed.atWall) ?? c.now };
+  const last = raw.last;
+  if (isObject(last) && isAction(last.action)) m.last = { action: last.action, at: mono(last.atWall) ?? c.now };
+  return { target: { locationId, evseId, token }, memory: m };
+}

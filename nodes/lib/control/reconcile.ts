@@ -1,0 +1,214 @@
+/**
+ * The rules of charging-control, as transitions of one target's memory with no
+ * I/O and no clock of their own: a wish arrives (applyWish), progress is read
+ * (observe), and what should be is compared with what is (decide), as evcc's
+ * loadpoint does every cycle. The controller (controller.ts) runs them.
+ */
+import { ChargingError } from '../errors';
+import type { Action, ControlMemory, ControlSettings, ControlState } from './memory';
+import type { ProgressView } from './view';
+
+export const NO_SESSION_AFTER_START = 'no session after START — is the car plugged in?';
+export const ENDED_AT_STATION = 'ended at the station';
+export const OTHER_SENDER = 'another process sends the commands for this connector: watching only';
+
+export interface WishOptions {
+  /** with off: the STOP does not wait for the guard */
+  force?: boolean;
+  /** with on: start again after an end at the station, or after failed */
+  restart?: boolean;
+}
+
+export interface Decision {
+  state: ControlState;
+  /** one line: why the target is in this state */
+  reason: string;
+  /** the command to send now (the state is the one after sending it) */
+  send?: { action: 'START' } | { action: 'STOP'; transactionId: string };
+  /** ms until the next check */
+  nextMs: number;
+  /** the command's number in its round, and how many at most (badge "stopping 2/3") */
+  attempt?: { n: number; of: number };
+  /** in guard: ms left */
+  guardLeftMs?: number;
+  /** to Catch as well as on the output: a session that did not stop */
+  error?: ChargingError;
+}
+
+function newRound(m: ControlMemory): void {
+  m.round = null;
+  m.attempts = 0;
+  m.failed = null;
+}
+
+/**
+ * A wish from the flow. Returns false when it changes nothing (the same value
+ * again sends nothing), true when the target must be checked now.
+ */
+export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions = {}): boolean {
+  if (m.wanted !== wanted) {
+    m.wanted = wanted;
+    newRound(m);
+    m.offPending = !wanted;
+    m.force = !wanted && opts.force === true;
+    // A new on after an off: the driver's end no longer holds it back.
+    if (wanted) m.endedAtStation = false;
+    return true;
+  }
+  if (wanted) {
+    if (opts.restart) m.endedAtStation = false;
+    // After failed, the next on (even a repeated one) tries again: the car may be plugged in now.
+    if (!opts.restart && m.failed?.action !== 'START') return false;
+    newRound(m);
+    return true;
+  }
+  if (m.failed?.action === 'STOP') {
+    newRound(m);
+    return true;
+  }
+  // off again with msg.force: stop what is there now, without waiting for the guard.
+  if (opts.force === true && !(m.force && m.offPending)) {
+    m.force = true;
+    m.offPending = true;
+    return true;
+  }
+  return false;
+}
+
+/** What progress shows, taken into memory: commands confirmed or given up, the end of a session seen. */
+export function observe(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings): void {
+  const cmd = m.command;
+  if (view.kind === 'unreadable') return;
+  if (view.kind === 'active') {
+    if (cmd?.action === 'START') m.command = null;
+    else if (cmd?.action === 'STOP' && cmd.transactionId !== view.transactionId) {
+      // The session we stopped ended; this one is another.
+      m.command = null;
+      m.offPending = false;
+    } else if (cmd?.action === 'STOP' && now - cmd.at >= s.waitMs) m.command = null; // that STOP did not stop it
+    if (m.wanted && (m.round === 'START' || m.failed?.action === 'START')) newRound(m);
+    if (m.wanted) m.endedAtStation = false;
+    m.seenTx = view.transactionId;
+    return;
+  }
+  if (view.kind === 'pending') {
+    if (cmd?.action === 'STOP') {
+      m.command = null;
+      m.offPending = false;
+    }
+    return;
+  }
+  // No session on this connector.
+  if (cmd?.action === 'STOP') {
+    m.command = null;
+    newRound(m);
+    m.offPending = false;
+  } else if (m.wanted === true && m.seenTx !== null) {
+    m.endedAtStation = true;
+  }
+  m.seenTx = null;
+  if (cmd?.action === 'START' && now - cmd.at >= s.waitMs) m.command = null; // no session within the wait: that attempt is used
+  if (m.wanted === false && m.command?.action !== 'START') m.offPending = false;
+}
+
+/** ms the guard still holds `action` back (0: free). */
+export function guardLeft(m: ControlMemory, action: Action, now: number, s: ControlSettings): number {
+  if (!m.last || m.last.action === action || s.guardMs <= 0) return 0;
+  return Math.max(0, s.guardMs - (now - m.last.at));
+}
+
+/** A command about to be sent, taken into memory (written to the store before it goes). */
+export function noteSent(m: ControlMemory, action: Action, now: number, transactionId?: string): void {
+  if (m.round !== action) {
+    m.round = action;
+    m.attempts = 0;
+  }
+  m.attempts++;
+  m.command = transactionId ? { action, at: now, transactionId } : { action, at: now };
+  m.last = { action, at: now };
+  if (action === 'STOP') m.force = false;
+}
+
+/** What should be compared with what is: the state, and the command to send if one is due. */
+export function decide(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand = true): Decision | null {
+  if (view.kind === 'unreadable') return null;
+  if (m.wanted === true) return decideOn(m, view, now, s, mayCommand);
+  if (m.wanted === false) return decideOff(m, view, now, s, mayCommand);
+  return { state: actualState(view), reason: 'no wish yet', nextMs: s.checkMs };
+}
+
+/** The state progress shows, with no wish taken into account. */
+export function actualState(view: ProgressView): ControlState {
+  return view.kind === 'active' ? 'charging' : view.kind === 'pending' ? 'starting' : 'idle';
+}
+
+const mmss = (ms: number): string => {
+  const sec = Math.ceil(ms / 1000);
+  return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
+};
+const secs = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
+const waitLeft = (m: ControlMemory, now: number, s: ControlSettings): number => Math.max(0, s.waitMs - (now - (m.command?.at ?? now)));
+
+function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand: boolean): Decision {
+  if (view.kind === 'active') return { state: 'charging', reason: `charging (transaction ${view.transactionId})`, nextMs: s.checkMs };
+  if (view.kind === 'pending') {
+    const ours = m.command?.action === 'START';
+    return { state: 'starting', reason: ours ? 'START accepted: the session is pending (no transaction yet)' : 'a session is pending (no transaction yet)', nextMs: s.confirmMs };
+  }
+  if (view.kind === 'elsewhere') return { state: 'idle', reason: `the RFID token is in use at ${view.locationId} / ${view.evseId}: not started here`, nextMs: s.checkMs };
+  if (m.endedAtStation) return { state: 'idle', reason: ENDED_AT_STATION, nextMs: s.checkMs };
+  const attempt = { n: m.round === 'START' ? m.attempts : 0, of: s.startAttempts };
+  if (m.command?.action === 'START') {
+    return { state: 'starting', reason: `START ${attempt.n}/${attempt.of} sent ${secs(now - m.command.at)} ago: waiting for the session`, attempt, nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
+  }
+  if (m.failed?.action === 'START') return { state: 'failed', reason: m.failed.reason, nextMs: s.checkMs };
+  if (m.round === 'START' && m.attempts >= s.startAttempts) {
+    m.failed = { action: 'START', reason: NO_SESSION_AFTER_START, at: now };
+    return { state: 'failed', reason: NO_SESSION_AFTER_START, attempt, nextMs: s.checkMs };
+  }
+  if (!mayCommand) return { state: 'idle', reason: OTHER_SENDER, nextMs: s.checkMs };
+  const guard = guardLeft(m, 'START', now, s);
+  if (guard > 0) return { state: 'guard', reason: `START in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last STOP`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
+  const n = attempt.n + 1;
+  return { state: 'starting', reason: `START ${n}/${s.startAttempts} sent`, send: { action: 'START' }, attempt: { n, of: s.startAttempts }, nextMs: s.confirmMs };
+}
+
+function decideOff(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand: boolean): Decision {
+  if (view.kind === 'none' || view.kind === 'elsewhere') {
+    if (m.command?.action === 'START' && m.offPending) {
+      return { state: 'stopping', reason: 'a START sent before the off may still bring a session: it is stopped if one appears', nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
+    }
+    return { state: 'idle', reason: view.kind === 'none' ? 'no session' : `no session here (the RFID token is in use at ${view.locationId} / ${view.evseId})`, nextMs: s.checkMs };
+  }
+  const mustStop = m.offPending || s.enforce;
+  if (view.kind === 'pending') {
+    if (!mustStop) return { state: 'starting', reason: 'a session started at the station is pending: not stopped (enforce is off)', nextMs: s.checkMs };
+    return { state: 'stopping', reason: 'the session is pending (no transaction yet): it is stopped once it has one', nextMs: s.confirmMs };
+  }
+  if (view.kind !== 'active') return { state: actualState(view), reason: 'progress could not be read', nextMs: s.checkMs };
+  if (!mustStop) return { state: 'charging', reason: 'started at the station: not stopped (enforce is off)', nextMs: s.checkMs };
+  return stopActive(m, view.transactionId, now, s, mayCommand);
+}
+
+function stopActive(m: ControlMemory, transactionId: string, now: number, s: ControlSettings, mayCommand: boolean): Decision {
+  if (m.failed?.action === 'STOP') {
+    const left = s.checkMs - (now - m.failed.at);
+    if (left > 0) return { state: 'failed', reason: m.failed.reason, nextMs: left };
+    newRound(m); // STOP is never given up while wanted off: a new round
+  }
+  const attempt = { n: m.round === 'STOP' ? m.attempts : 0, of: s.stopAttempts };
+  const cmd = m.command;
+  if (cmd?.action === 'STOP' && cmd.transactionId === transactionId) {
+    return { state: 'stopping', reason: `STOP ${attempt.n}/${attempt.of} sent ${secs(now - cmd.at)} ago: waiting for the session to end`, attempt, nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
+  }
+  if (m.round === 'STOP' && m.attempts >= s.stopAttempts) {
+    const reason = `still charging after ${m.attempts} STOPs (transaction ${transactionId}): the station does not stop; STOP again in ${secs(s.checkMs)}`;
+    m.failed = { action: 'STOP', reason, at: now };
+    return { state: 'failed', reason, attempt, nextMs: s.checkMs, error: new ChargingError('NOT_STOPPED', `The session did not end after ${m.attempts} STOPs (each followed by a wait of ${secs(s.waitMs)}): transaction ${transactionId} is still active; STOP again in ${secs(s.checkMs)}`) };
+  }
+  if (!mayCommand) return { state: 'charging', reason: OTHER_SENDER, nextMs: s.checkMs };
+  const guard = m.force ? 0 : guardLeft(m, 'STOP', now, s);
+  if (guard > 0) return { state: 'guard', reason: `STOP in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last START (msg.force stops at once)`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
+  const n = attempt.n + 1;
+  return { state: 'stopping', reason: `STOP ${n}/${s.stopAttempts} sent`, send: { action: 'STOP', transactionId }, attempt: { n, of: s.stopAttempts }, nextMs: s.confirmMs };
+}

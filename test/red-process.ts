@@ -1,0 +1,71 @@
+/**
+ * A real Node-RED process (`node red.js`, the Node-RED under test) on a user
+ * dir prepared as npm start prepares one, for the tests where a restart, a
+ * kill -9 or the runtime language must be real.
+ */
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { prepareUserDir, spawnNodeRed } from '../scripts/start';
+import { CLIENT_ID, CLIENT_SECRET, freePort, NODE_RED, until } from './harness';
+
+export class RedProcess {
+  /** what the running (or last) process printed */
+  log = '';
+  private child: ChildProcess | null = null;
+
+  private constructor(
+    readonly dataDir: string,
+    readonly port: number,
+  ) {}
+
+  /**
+   * A fresh user dir with the flow, the credentials of the config node `svc`,
+   * and `settings` appended to the demo's settings.js (e.g. a contextStorage).
+   */
+  static async prepare(prefix: string, flow: unknown[], settings = ''): Promise<RedProcess> {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    const port = await freePort();
+    prepareUserDir(dataDir, port, 'empty');
+    const file = path.join(dataDir, 'settings.js');
+    if (settings) fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/};\s*$/, `${settings}\n};\n`));
+    fs.writeFileSync(path.join(dataDir, 'flows.json'), JSON.stringify(flow));
+    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify({ svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }));
+    return new RedProcess(dataDir, port);
+  }
+
+  /** Starts Node-RED and waits until its flows run. */
+  async start(): Promise<void> {
+    this.log = '';
+    const child = spawnNodeRed(this.dataDir, this.port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
+    this.child = child;
+    child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
+    child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+    await until(() => /Started flows/.test(this.log) || child.exitCode !== null, 'Node-RED to start', 30_000);
+    assert.match(this.log, /Started flows/, `Node-RED did not start:\n${this.log}`);
+  }
+
+  /** Stops it (SIGINT: a clean stop; SIGKILL: kill -9) and waits for the exit. */
+  async stop(signal: NodeJS.Signals = 'SIGINT'): Promise<void> {
+    const child = this.child;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill(signal);
+      await exited;
+    }
+    this.child = null;
+  }
+
+  /** Stops it and removes the user dir. */
+  async remove(): Promise<void> {
+    await this.stop();
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+  }
+
+  /** How many times the log matches. */
+  count(re: RegExp): number {
+    return (this.log.match(re) ?? []).length;
+  }
+}
