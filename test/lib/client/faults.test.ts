@@ -178,7 +178,7 @@ describe('fault handling (client against the simulator)', () => {
       const err = await rejection(client.sendCommand(start));
       assert.equal(err.code, 'NETWORK');
       assert.equal(err.causeCode, 'ECONNREFUSED');
-      assert.match(err.message, /could not connect to http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\) \(gave up after 3 attempts\)/);
+      assert.match(err.message, /^START: connection refused by http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\); nothing was sent \(gave up after 3 attempts\)$/);
     });
 
     it('STOP after a 502: outcome unknown and the session is still stopping, not stopped twice', async () => {
@@ -226,12 +226,13 @@ describe('fault handling (client against the simulator)', () => {
       assert.equal(sim.counters.tokenRequests, 1);
     });
 
-    it('an unreachable token endpoint is an AUTH error naming the connection failure', async () => {
+    it('an unreachable token endpoint is a NETWORK error naming the connection failure, not the credentials', async () => {
       await client.close();
       client = make({ authUrl: `http://127.0.0.1:${await freePort()}` });
       const err = await rejection(client.getProgress('x'));
-      assert.equal(err.code, 'AUTH');
-      assert.match(err.message, /ECONNREFUSED/);
+      assert.equal(err.code, 'NETWORK');
+      assert.equal(err.retryable, true);
+      assert.match(err.message, /^Could not get an access token from http:\/\/127\.0\.0\.1:\d+: connection refused by http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)$/);
     });
 
     it('a slow token endpoint within the timeout still works', async () => {
