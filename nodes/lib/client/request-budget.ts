@@ -29,6 +29,9 @@ export type BudgetPriority = 'command' | 'poll';
  */
 export const MIN_RATE = 0.2;
 
+/** How long after the rate was lowered a 429 still belongs to the same throttling episode: services count requests per second. */
+export const EPISODE_MS = 1000;
+
 /** Share of the rate that watch polls may plan on: the rest stays free for commands and queries. */
 export const POLL_SHARE = 0.8;
 
@@ -84,13 +87,14 @@ export class RequestBudget {
 
   /**
    * The service answered 429 to a request sent at `sentAt` (monotonic ms): use
-   * half the rate, once per throttling episode. The answers to requests that
-   * were already out when the rate was last lowered belong to the episode that
-   * lowered it (8 concurrent 429s halved the rate 8 times: 10/s became 0.039/s,
-   * and a queued START waited 25 s). Never below MIN_RATE (or the limit, if lower).
+   * half the rate, once per throttling episode. The answers to requests sent
+   * before the rate was last lowered, or within EPISODE_MS after, belong to the
+   * episode that lowered it (8 429s in a row halved the rate 8 times: 10/s
+   * became 0.039/s, and a queued START waited 25 s); throttling that goes on
+   * past it halves the rate again. Never below MIN_RATE (or the limit, if lower).
    */
   onThrottled(sentAt: number): void {
-    if (!this.enabled || sentAt < this.loweredAt) return;
+    if (!this.enabled || sentAt < this.loweredAt + EPISODE_MS) return;
     this.loweredAt = this.now();
     this.rate = Math.max(this.rate / 2, Math.min(this.limit, MIN_RATE));
   }

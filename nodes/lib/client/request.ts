@@ -185,7 +185,7 @@ export class RequestRunner {
   /** The exchange of an attempt, its slot released and its deadline dropped however it ends. */
   private exchange(req: Request, token: AccessToken, release: Release, budgetEnd: number, afterFreshToken: boolean): Promise<Attempted> {
     const { waits, timeoutMs } = this.ctx;
-    const allowed = Math.min(timeoutMs, Math.max(1, budgetEnd - waits.now()));
+    const allowed = Math.min(timeoutMs, Math.max(1, Math.floor(budgetEnd - waits.now())));
     // A GET is cut when its node closes; a START/STOP on the wire runs to its deadline so that its outcome is known.
     const signal = req.method === 'GET' ? req.signal : undefined;
     const ex = waits.exchange(allowed, signal);
