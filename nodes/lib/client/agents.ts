@@ -134,18 +134,19 @@ class Tunnels {
     };
   }
 
-  /** The options of one CONNECT: its own abort, so that it ends with its request. */
-  open(): { stop: AbortController; req: object | null; options: Record<string, unknown> } {
+  /** The options of one CONNECT: its own abort, so that it ends with its request (or with destroy()). */
+  open(): { stop: AbortController; req: object; options: Record<string, unknown> } {
     const stop = new AbortController();
-    const req = this.creatingFor;
-    if (req) this.pending.set(req, stop);
+    // Node's Agent always creates a socket for a request; a key of its own otherwise, so that destroy() still ends it.
+    const req = this.creatingFor ?? {};
+    this.pending.set(req, stop);
     return { stop, req, options: { ...this.base, signal: stop.signal } };
   }
 
   /** The CONNECT's callback, wrapped: forgets it, marks a failure, watches the socket. */
-  settle(req: object | null, stop: AbortController, secure: boolean, callback: CreateCallback): CreateCallback {
+  settle(req: object, stop: AbortController, secure: boolean, callback: CreateCallback): CreateCallback {
     return (err, socket) => {
-      if (req && this.pending.get(req) === stop) this.pending.delete(req);
+      if (this.pending.get(req) === stop) this.pending.delete(req);
       if (err) return callback(this.mark(err), socket);
       callback(null, watch(socket, secure ? 'tls' : 'open', secure));
     };
@@ -204,6 +205,9 @@ function tunnelled<B extends AgentClass>(Base: B, secure: boolean) {
       try {
         // timeout 0: the CONNECT is bounded by its exchange (abandonConnect), not by the pool's idle timeout.
         super.createConnection({ ...options, timeout: 0 }, tunnels.settle(req, stop, secure, callback ?? (() => undefined)) as never);
+      } catch (err) {
+        tunnels.pending.delete(req);
+        throw err;
       } finally {
         self.proxyRequestOptions = tunnels.base;
       }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
 import { ChargingError } from '../../../nodes/lib/errors';
 import { ChargingServiceSimulator, SESSIONS_PATH, SimulatorOptions } from '../../../simulator/simulator';
-import { clientFor, rejection, startSimulator } from '../../harness';
+import { busiestSecond, clientFor, rejection, startSimulator } from '../../harness';
 import { TestProxy } from '../../proxy-server';
 import { testCerts } from './tls-certs';
 
@@ -32,17 +32,6 @@ const COLUMNS: Column[] = [
 /** No word that would send a person to their certificates. */
 function assertNoTlsBlame(err: ChargingError): void {
   assert.doesNotMatch(err.message, /TLS|certificate|handshake/i, err.message);
-}
-
-/** The most service requests that arrived within any 1 s window. */
-function busiestSecond(sim: ChargingServiceSimulator): number {
-  const at = sim.requests.filter((r) => r.path === SESSIONS_PATH).map((r) => r.at).sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < at.length; i++) {
-    while (at[i] - at[j] >= 1000) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
 }
 
 for (const col of COLUMNS) {
