@@ -259,6 +259,8 @@ async function soak(args: Args, transport: Transport, crashes: { count: number; 
   };
   /** STOPs the soak itself sent per transactionId (a STOP may be sent again on purpose) */
   const stopsSent = new Map<string, number>();
+  /** every START's identity at the service, to say which one arrived twice */
+  const startsSent = new Set<string>();
   const unclear: string[] = [];
   /** one message per error kind, printed after the table so a run's failures can be read */
   const firstError = new Map<string, string>();
@@ -274,6 +276,7 @@ async function soak(args: Args, transport: Transport, crashes: { count: number; 
     const id = arrivalKey(label, payload);
     const arrivedBefore = id ? sim.arrivals(id.action, id.key) : 0;
     if (id?.action === 'STOP') stopsSent.set(id.key, (stopsSent.get(id.key) ?? 0) + 1);
+    if (id?.action === 'START') startsSent.add(id.key);
     const soakId = `c${++seq}`;
     const sentAt = performance.now();
     return new Promise((resolve) => {
@@ -459,6 +462,8 @@ async function soak(args: Args, transport: Transport, crashes: { count: number; 
   const md = `# Soak run (${transport})\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
   console.log(md);
   if (firstError.size) console.log('One message per error kind:\n' + [...firstError].map(([k, m]) => `  ${k}: ${m}`).join('\n'));
+  const twice = [...startsSent].filter((key) => sim.duplicateArrivals('START', key) > 0);
+  if (twice.length) console.log('STARTs that arrived more than once:\n' + twice.slice(0, 10).map((key) => `  ${key}: answered ${sim.arrivalAnswers('START', key).join(', ')}`).join('\n'));
   const beyond = [...stopsSent].filter(([key, sent]) => sim.duplicateArrivals('STOP', key) > sent - 1);
   if (beyond.length) console.log('STOPs that arrived more often than sent:\n' + beyond.slice(0, 10).map(([key, sent]) => `  ${key}: sent ${sent}, answered ${sim.arrivalAnswers('STOP', key).join(', ')}`).join('\n'));
   if (unclear.length) console.log('Unclear errors:\n' + unclear.join('\n'));
