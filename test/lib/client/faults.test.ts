@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
 import { ChargingError } from '../../../nodes/lib/errors';
-import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
+import { ChargingServiceSimulator, commandKey, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
 import { startSimulator, rejection, freePort, until, driveClock, delay, clientFor } from '../../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
@@ -300,3 +300,23 @@ describe('fault handling (client against the simulator)', () => {
 function timers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 }
+
+describe('simulator arrivals: a refusal is known by its status line', () => {
+  it('a START refused with 401 whose body is then cut, sent again with a fresh token, is not counted as a duplicate arrival', async () => {
+    const sim = await startSimulator();
+    const client = clientFor(sim, { timeoutMs: 2000, retry: { baseDelayMs: 10, maxDelayMs: 20 } });
+    try {
+      await client.getProgress('warm-up');
+      sim.revokeAllTokens();
+      sim.inject({ target: 'post', kind: 'cut', times: 1 });
+      const cmd = { action: 'START' as const, locationId: 'L', evseId: '1', token: 'CUT-401' };
+      assert.equal((await client.sendCommand(cmd)).statusCode, 202);
+      assert.deepEqual(sim.arrivalAnswers('START', commandKey(cmd)!.key), [401, 202]);
+      assert.equal(sim.counters.duplicateStartArrivals, 0);
+      assert.equal(sim.counters.starts, 1);
+    } finally {
+      await client.close();
+      await sim.stop();
+    }
+  });
+});
