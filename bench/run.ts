@@ -5,6 +5,7 @@
  *
  *   npm run bench -- --quick     fewer rounds and messages (a smoke run; results not written)
  *   npm run bench -- --watch     only the watch-mode sections (written to a -watch results file)
+ *   npm run bench -- --throughput   only section 1 (printed only); BENCH_CONCURRENCY=1,10 narrows it
  *
  * Contenders run interleaved, in an order rotated every round, each warmed up
  * before it is measured; ratios are computed within a round and reported as
@@ -24,6 +25,9 @@ import { CONTENDER_KINDS, type ContenderCommand, type ContenderKind } from './co
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
 const WATCH_ONLY = process.argv.includes('--watch');
+/** only the progress-query throughput section (printed only: to compare two builds run one after the other) */
+const THROUGHPUT_ONLY = process.argv.includes('--throughput');
+const CONCURRENCY = process.env.BENCH_CONCURRENCY ? process.env.BENCH_CONCURRENCY.split(',').map(Number) : [1, 10, 100];
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
 /** BENCH_WATCH_SIZES=100,1000, BENCH_WATCH_WINDOWS=8, BENCH_WATCH_WARMUP_MS, BENCH_WATCH_WARMUP_TOKENS and BENCH_WATCH_SETTLE_MS narrow or widen the watch sections while working on them (printed only: never to the results files) */
@@ -191,7 +195,7 @@ function throughputFlow(conc: number): FlowNode[] {
 async function throughput(): Promise<string> {
   const rows: string[] = [];
   const ratioRows: string[] = [];
-  for (const conc of [1, 10, 100]) {
+  for (const conc of CONCURRENCY) {
     await red.deploy(throughputFlow(conc));
     const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
     const inNode = a0Client(base, DEFAULT_MAX_IN_FLIGHT);
@@ -641,7 +645,9 @@ async function main(): Promise<void> {
   red.node('set').receive({});
   await new Promise((r) => setTimeout(r, 200));
 
-  const sections = WATCH_ONLY
+  const sections = THROUGHPUT_ONLY
+    ? [await throughput()]
+    : WATCH_ONLY
     ? [...(process.env.BENCH_WATCH_SIZES ? [] : [await watchAdds()]), await watchScale()]
     : [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchAdds(), await watchScale(), coldStart()];
   await red.stop();
@@ -655,7 +661,7 @@ async function main(): Promise<void> {
     ...sections.flatMap((s) => [s, '']),
   ].join('\n');
   console.log(`\n${md}`);
-  if (!QUICK && SEATS.size === 0 && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
+  if (!QUICK && !THROUGHPUT_ONLY && SEATS.size === 0 && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
     if (WATCH_ONLY) {

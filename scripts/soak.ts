@@ -3,8 +3,12 @@
  * nodes in a real Node-RED runtime, against the simulator on 127.0.0.1, while
  * faults are injected at random. Bounded in time and count; loopback only.
  *
- *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7
+ *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7 [--transport http|https-proxy|both]
  *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
+ *
+ * By default the run is made twice, half the time each: over plain http, then
+ * over https (a private CA, given through a tls-config node) through an
+ * authenticating CONNECT proxy named by HTTPS_PROXY, as most installs talk.
  *
  * Each worker runs sessions the way the error messages tell a user to: after
  * OUTCOME_UNKNOWN it queries progress instead of sending the command again.
@@ -26,24 +30,33 @@ import type { Node } from 'node-red';
 import { ChargingServiceSimulator, commandKey } from '../simulator/simulator';
 import { injectFaults, rng } from './soak-faults';
 import { soakControl } from './soak-control';
+import { TestProxy } from '../test/proxy-server';
+
+/** Where the nodes talk to the simulator: plain http, or https (private CA through a tls-config node) through an authenticating CONNECT proxy. */
+type Transport = 'http' | 'https-proxy';
 
 interface Args {
+  /** 'both' (the default): the whole run twice, half the time each, http then https through the proxy */
+  transport: Transport | 'both';
+  /** commands (START / progress / STOP by hand, as a flow does) or control (wishes to charging-control) */
+  rotation: 'commands' | 'control';
+  /** connectors of the control rotation */
+  connectors: number;
   seconds: number;
   workers: number;
   maxCommands: number;
   seed: number;
   out: string | null;
-  /** commands (START / progress / STOP by hand, as a flow does) or control (wishes to charging-control) */
-  rotation: 'commands' | 'control';
-  /** connectors of the control rotation */
-  connectors: number;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20 };
+  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20 };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
-    if (argv[i] === '--seconds') a.seconds = Number(v);
+    if (argv[i] === '--transport') {
+      if (v !== 'http' && v !== 'https-proxy' && v !== 'both') throw new Error('--transport is http, https-proxy or both');
+      a.transport = v;
+    } else if (argv[i] === '--seconds') a.seconds = Number(v);
     else if (argv[i] === '--workers') a.workers = Number(v);
     else if (argv[i] === '--max-commands') a.maxCommands = Number(v);
     else if (argv[i] === '--seed') a.seed = Number(v);
@@ -88,33 +101,72 @@ function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandK
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  // Bounded whatever happens: the run, the 35 s drain, and a margin; a hang is a failure.
+  const phases: Transport[] = args.transport === 'both' ? ['http', 'https-proxy'] : [args.transport];
+  // Bounded whatever happens: the runs, a 35 s drain each, and a margin; a hang is a failure.
+  const bound = args.seconds + 120 * phases.length;
   setTimeout(() => {
-    console.error(`SOAK FAILED: still running ${args.seconds + 120} s after it started`);
+    console.error(`SOAK FAILED: still running ${bound} s after it started`);
     process.exit(1);
-  }, (args.seconds + 120) * 1000).unref();
+  }, bound * 1000).unref();
   if (args.rotation === 'control') return soakControl(args);
-  const random = rng(args.seed);
-  let crashes = 0;
-  const crashReasons: string[] = [];
+  const crashes = { count: 0, reasons: [] as string[] };
   process.on('uncaughtException', (e) => {
-    crashes++;
-    crashReasons.push(String(e?.stack ?? e));
+    crashes.count++;
+    crashes.reasons.push(String(e?.stack ?? e));
   });
   process.on('unhandledRejection', (e) => {
-    crashes++;
-    crashReasons.push(String((e as Error)?.stack ?? e));
+    crashes.count++;
+    crashes.reasons.push(String((e as Error)?.stack ?? e));
   });
-
-  const sim = await new ChargingServiceSimulator({ startDelayMs: 30, stopDelayMs: 30, tokenLifetimeSec: 12, keepRequests: 0 }).start();
   helper.init(require.resolve('node-red'));
+  let ok = true;
+  for (const transport of phases) {
+    const seconds = Math.max(5, Math.round(args.seconds / phases.length));
+    ok = (await soak({ ...args, seconds, out: args.out && phases.length > 1 ? args.out.replace(/(\.md)?$/, `-${transport}$1`) : args.out }, transport, crashes)) && ok;
+  }
+  console.log(ok ? 'SOAK PASSED' : 'SOAK FAILED');
+  process.exit(ok ? 0 : 1);
+}
+
+/** The https phase's set-up: the simulator's certificate, its CA given through a tls-config node, and a proxy wanting credentials. */
+async function httpsThroughProxy(): Promise<{ simTls: { key: Buffer; cert: Buffer }; tlsNode: { id: string; type: string } & Record<string, unknown>; proxy: TestProxy; secret: string; restoreEnv(): void }> {
+  const fixtures = path.join(__dirname, '..', '..', 'test', 'fixtures');
+  const cert = fs.readFileSync(path.join(fixtures, 'sim-cert.pem'));
+  const key = fs.readFileSync(path.join(fixtures, 'sim-key.pem'));
+  const secret = 'soak-proxy-P4ss';
+  const proxy = await new TestProxy({ requireAuth: `Basic ${Buffer.from(`soak:${secret}`).toString('base64')}` }).start();
+  const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, NO_PROXY: process.env.NO_PROXY, no_proxy: process.env.no_proxy, https_proxy: process.env.https_proxy };
+  for (const k of Object.keys(saved)) delete process.env[k];
+  process.env.HTTPS_PROXY = `http://soak:${secret}@127.0.0.1:${proxy.port}`;
+  return {
+    simTls: { key, cert },
+    // The tls-config node reads its CA from a file, as an install configures it.
+    tlsNode: { id: 'tlsconf', type: 'tls-config', name: 'soak CA', cert: '', key: '', ca: path.join(fixtures, 'sim-cert.pem'), verifyservercert: true },
+    proxy,
+    secret,
+    restoreEnv: () => {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    },
+  };
+}
+
+async function soak(args: Args, transport: Transport, crashes: { count: number; reasons: string[] }): Promise<boolean> {
+  const random = rng(args.seed);
+  const crashesBefore = crashes.count;
+  const viaProxy = transport === 'https-proxy' ? await httpsThroughProxy() : null;
+  const sim = await new ChargingServiceSimulator({ startDelayMs: 30, stopDelayMs: 30, tokenLifetimeSec: 12, keepRequests: 0, tls: viaProxy?.simTls }).start();
   await new Promise<void>((r) => helper.startServer(() => r()));
   /* eslint-disable @typescript-eslint/no-require-imports */
   const nodes = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop'].map((n) => require(`../nodes/${n}`));
+  if (viaProxy) nodes.push(require(require.resolve('@node-red/nodes/core/network/05-tls.js', { paths: [path.dirname(require.resolve('node-red'))] })));
   /* eslint-enable @typescript-eslint/no-require-imports */
-  const flow = [
+  const flow: Array<{ id: string; type: string } & Record<string, unknown>> = [
     { id: 'f1', type: 'tab' },
-    { id: 'svc', type: 'charging-service', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', timeout: 1, maxInFlight: 16 },
+    ...(viaProxy ? [viaProxy.tlsNode] : []),
+    { id: 'svc', type: 'charging-service', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', timeout: 1, maxInFlight: 16, ...(viaProxy ? { tls: 'tlsconf' } : {}) },
     { id: 'start', type: 'charging-start', z: 'f1', service: 'svc', wires: [['out']] },
     { id: 'progress', type: 'charging-progress', z: 'f1', service: 'svc', wires: [['out']] },
     { id: 'stop', type: 'charging-stop', z: 'f1', service: 'svc', wires: [['out']] },
@@ -164,6 +216,8 @@ async function main(): Promise<void> {
   };
   /** STOPs the soak itself sent per transactionId (a STOP may be sent again on purpose) */
   const stopsSent = new Map<string, number>();
+  /** every START's identity at the service, to say which one arrived twice */
+  const startsSent = new Set<string>();
   const unclear: string[] = [];
   /** one message per error kind, printed after the table so a run's failures can be read */
   const firstError = new Map<string, string>();
@@ -179,6 +233,7 @@ async function main(): Promise<void> {
     const id = arrivalKey(label, payload);
     const arrivedBefore = id ? sim.arrivals(id.action, id.key) : 0;
     if (id?.action === 'STOP') stopsSent.set(id.key, (stopsSent.get(id.key) ?? 0) + 1);
+    if (id?.action === 'START') startsSent.add(id.key);
     const soakId = `c${++seq}`;
     const sentAt = performance.now();
     return new Promise((resolve) => {
@@ -194,7 +249,7 @@ async function main(): Promise<void> {
         stats.slowestAnswerMs = Math.max(stats.slowestAnswerMs, Math.round(took));
         if (took > DEADLINE_MS) stats.lateAnswers++;
         const text = shown(o.msg);
-        if (text.includes(sim.options.clientSecret) || LEAK.test(text)) {
+        if (text.includes(sim.options.clientSecret) || (viaProxy && text.includes(viaProxy.secret)) || LEAK.test(text)) {
           stats.leaks++;
           if (unclear.length < 10) unclear.push(`LEAK in ${label}: ${text.slice(0, 300)}`);
         }
@@ -284,6 +339,8 @@ async function main(): Promise<void> {
   const cpu = process.cpuUsage(cpu0);
 
   const report = {
+    transport: transport === 'http' ? 'http' : 'https (private CA, tls-config) through an authenticating CONNECT proxy',
+    ...(viaProxy ? { connectsAtProxy: viaProxy.proxy.seen.filter((x) => x.startsWith('CONNECT')).length } : {}),
     date: new Date().toISOString(),
     machine: `${os.cpus().length} cores, Node ${process.version}`,
     seconds: Math.round(seconds),
@@ -313,7 +370,7 @@ async function main(): Promise<void> {
     tokensIssued: sim.counters.tokensIssued,
     faultsInjected: faults.injected,
     faultsApplied: sim.counters.faultsApplied,
-    crashes,
+    crashes: crashes.count - crashesBefore,
     cpuSeconds: Math.round((cpu.user + cpu.system) / 1e4) / 100,
     heapStartMiB: Math.round(heapStart / 1048576),
     heapEndMiB: (global.gc?.(), Math.round(process.memoryUsage().heapUsed / 1048576)),
@@ -322,15 +379,21 @@ async function main(): Promise<void> {
   await helper.unload();
   await new Promise<void>((r) => helper.stopServer(() => r()));
   await sim.stop();
+  if (viaProxy) {
+    viaProxy.restoreEnv();
+    await viaProxy.proxy.stop();
+  }
 
   const rows = Object.entries(report).map(([k, v]) => `| ${k} | ${typeof v === 'object' ? JSON.stringify(v) : v} |`);
-  const md = `# Soak run\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
+  const md = `# Soak run (${transport})\n\n| figure | value |\n|---|---|\n${rows.join('\n')}\n`;
   console.log(md);
   if (firstError.size) console.log('One message per error kind:\n' + [...firstError].map(([k, m]) => `  ${k}: ${m}`).join('\n'));
+  const twice = [...startsSent].filter((key) => sim.duplicateArrivals('START', key) > 0);
+  if (twice.length) console.log('STARTs that arrived more than once:\n' + twice.slice(0, 10).map((key) => `  ${key}: answered ${sim.arrivalAnswers('START', key).join(', ')}`).join('\n'));
   const beyond = [...stopsSent].filter(([key, sent]) => sim.duplicateArrivals('STOP', key) > sent - 1);
   if (beyond.length) console.log('STOPs that arrived more often than sent:\n' + beyond.slice(0, 10).map(([key, sent]) => `  ${key}: sent ${sent}, answered ${sim.arrivalAnswers('STOP', key).join(', ')}`).join('\n'));
   if (unclear.length) console.log('Unclear errors:\n' + unclear.join('\n'));
-  if (crashReasons.length) console.log('Crashes:\n' + crashReasons.slice(0, 5).join('\n'));
+  if (crashes.count > crashesBefore) console.log('Crashes:\n' + crashes.reasons.slice(crashesBefore, crashesBefore + 5).join('\n'));
   if (args.out) {
     fs.mkdirSync(path.dirname(args.out), { recursive: true });
     fs.writeFileSync(args.out, md);
@@ -342,12 +405,12 @@ async function main(): Promise<void> {
     report.outcomeUnknownNeverReceived === 0 &&
     report.duplicateStartArrivals === 0 &&
     report.duplicateStopArrivalsBeyondSent === 0 &&
-    crashes === 0 &&
+    report.crashes === 0 &&
     report.failedUnclear === 0 &&
     report.answersAfterDeadline === 0 &&
     report.secretsOrTokensInMessages === 0;
-  console.log(ok ? 'SOAK PASSED' : 'SOAK FAILED');
-  process.exit(ok ? 0 : 1);
+  console.log(`${transport}: ${ok ? 'passed' : 'FAILED'}`);
+  return ok;
 }
 
 void main();

@@ -17,7 +17,7 @@ interface Arrivals {
   /** arrivals not refused with 401 or 429 */
   taken: number;
   duplicates: number;
-  /** what each arrival was answered, in order (0: no full answer: reset, hang, cut); the first 10 */
+  /** what each arrival was answered, in order (0: no status line sent: reset, hang); the first 10 */
   answers: number[];
 }
 
@@ -45,7 +45,7 @@ export class ArrivalBook {
 
   /**
    * Counts a command before any fault or check decides its answer. It counts as
-   * taken (the station may act on it) unless its answer, sent in full, is 401 or
+   * taken (the station may act on it) unless its answer's status line says 401 or
    * 429: only then may the same message come again without being a duplicate.
    */
   count(rec: RecordedRequest, res: http.ServerResponse): void {
@@ -66,9 +66,18 @@ export class ArrivalBook {
     e.taken++;
     const i = e.answers.length;
     if (i < 10) e.answers.push(0);
-    res.on('finish', () => {
+    let answered = false;
+    const answer = () => {
+      if (answered) return;
+      answered = true;
       if (i < 10) e.answers[i] = res.statusCode;
       if (res.statusCode === 401 || res.statusCode === 429) e.taken--;
+    };
+    res.on('finish', answer);
+    // A client acts on the status line: a 401 or 429 whose body was then cut (the 'cut' fault) was
+    // still a refusal, and the client rightly sends the command again (counted as a duplicate before).
+    res.on('close', () => {
+      if (res.headersSent) answer();
     });
     if (id.action === 'START') {
       this.counters.startArrivals++;

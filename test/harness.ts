@@ -7,7 +7,7 @@ import helper from 'node-red-node-test-helper';
 import { ChargingError } from '../nodes/lib/errors';
 import { ServiceClient, ServiceClientOptions } from '../nodes/lib/client/service-client';
 import type { Node } from 'node-red';
-import { ChargingServiceSimulator, SimulatorOptions } from '../simulator/simulator';
+import { ChargingServiceSimulator, SESSIONS_PATH, SimulatorOptions } from '../simulator/simulator';
 
 /**
  * The Node-RED runtime under test: this repo's (4.x) by default; CHARGING_NODE_RED
@@ -52,6 +52,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Charg
     stopDelayMs: 50,
     ...opts,
   }).start();
+}
+
+/** The most service requests (token requests aside) that arrived at the simulator within any 1 s window. */
+export function busiestSecond(sim: ChargingServiceSimulator): number {
+  const at = sim.requests.filter((r) => r.path === SESSIONS_PATH).map((r) => r.at).sort((a, b) => a - b);
+  let most = 0;
+  for (let i = 0, j = 0; i < at.length; i++) {
+    while (at[i] - at[j] >= 1000) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
 }
 
 /** A ServiceClient for the simulator with the test credentials; each test file passes its own timings. */

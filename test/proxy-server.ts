@@ -1,5 +1,6 @@
 /** A minimal forward proxy for tests: absolute-URI requests for http, CONNECT tunnels for https. Loopback only. */
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
 
 export interface TestProxyOptions {
@@ -7,17 +8,36 @@ export interface TestProxyOptions {
   requireAuth?: string;
   /** answer every CONNECT with this status instead of opening the tunnel (502: the proxy cannot reach the host); 0: close without answering */
   connectStatus?: number;
+  /**
+   * How a CONNECT is answered: 'silent' accepts it and never answers (the connection stays open),
+   * 'reset' reads it and resets the connection, 'lf' opens the tunnel with an answer whose lines end in a bare LF.
+   */
+  connectMode?: 'normal' | 'silent' | 'reset' | 'lf';
+  /** serve the proxy itself over TLS (an https:// proxy) */
+  tls?: { key: string | Buffer; cert: string | Buffer };
 }
 
 export class TestProxy {
   readonly seen: string[] = [];
+  /** connections clients opened to the proxy, in all */
+  connections = 0;
   constructor(private readonly opts: TestProxyOptions = {}) {}
-  private server: http.Server | null = null;
+
+  /** How CONNECTs are answered from now on (see TestProxyOptions). */
+  set connectMode(mode: TestProxyOptions['connectMode']) {
+    this.opts.connectMode = mode;
+  }
+
+  /** Ends every connection open now (tunnels included): the next request needs a new CONNECT. */
+  dropConnections(): void {
+    for (const s of this.sockets) s.destroy();
+  }
+  private server: http.Server | https.Server | null = null;
   private readonly sockets = new Set<net.Socket>();
   port = 0;
 
   async start(): Promise<this> {
-    const server = http.createServer((req, res) => {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse) => {
       this.seen.push(`${req.method} ${req.url}`);
       if (this.refused(req.headers)) {
         res.writeHead(407, { 'content-type': 'text/plain', 'proxy-authenticate': 'Basic realm="corp"' });
@@ -37,10 +57,16 @@ export class TestProxy {
         res.end();
       });
       req.pipe(upstream);
-    });
+    };
+    const server = this.opts.tls ? https.createServer(this.opts.tls, handler) : http.createServer(handler);
     server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
       this.seen.push(`CONNECT ${req.url}`);
       const status = this.refused(req.headers) ? 407 : this.opts.connectStatus;
+      client.on('error', () => undefined);
+      // Half-closed by the client: close our side too, as a proxy does (Node's http server allows half-open sockets).
+      client.on('end', () => client.end());
+      if (this.opts.connectMode === 'silent') return;
+      if (this.opts.connectMode === 'reset') return void client.resetAndDestroy();
       if (status === 0) {
         client.destroy();
         return;
@@ -51,17 +77,22 @@ export class TestProxy {
         return;
       }
       const [host, port] = String(req.url).split(':');
+      let up = false;
       const upstream = net.connect(Number(port), host, () => {
-        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        up = true;
+        client.write(this.opts.connectMode === 'lf' ? 'HTTP/1.1 200 Connection Established\n\n' : 'HTTP/1.1 200 Connection Established\r\n\r\n');
         upstream.write(head);
         upstream.pipe(client);
         client.pipe(upstream);
       });
       this.sockets.add(upstream);
-      upstream.on('error', () => client.destroy());
+      upstream.on('close', () => this.sockets.delete(upstream));
+      // As a real proxy does when it cannot reach the host (DNS, refused): 502, then close.
+      upstream.on('error', () => (!up ? client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n') : client.destroy()));
       client.on('error', () => upstream.destroy());
     });
-    server.on('connection', (s: net.Socket) => {
+    server.on(this.opts.tls ? 'secureConnection' : 'connection', (s: net.Socket) => {
+      this.connections++;
       this.sockets.add(s);
       s.on('close', () => this.sockets.delete(s));
     });
@@ -86,7 +117,12 @@ export class TestProxy {
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}`;
+    return `${this.opts.tls ? 'https' : 'http'}://127.0.0.1:${this.port}`;
+  }
+
+  /** Connections from clients still open at the proxy. */
+  openClientConnections(): Promise<number> {
+    return new Promise((resolve, reject) => (this.server ? this.server.getConnections((err, n) => (err ? reject(err) : resolve(n))) : resolve(0)));
   }
 
   async stop(): Promise<void> {

@@ -27,4 +27,25 @@ describe('charging-service: TLS configuration problems', () => {
     }
     assert.equal(rt.sim.requests.length, 0);
   });
+
+  it('a proxy password with a literal % is a CONFIG error on each message naming the variable, never the password; nothing is sent', async () => {
+    const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY };
+    process.env.HTTP_PROXY = 'http://corp-user:50%off@127.0.0.1:3128';
+    delete process.env.NO_PROXY;
+    try {
+      const f = flowFor(rt.sim, [PROGRESS, ...SINKS, CATCH]);
+      await helper.load(NODES, f.flow, f.credentials);
+      send('progress', { payload: { token: 'T' } });
+      const error = (await Sink.of('caught').next()).error as { code: string; message: string };
+      assert.equal(error.code, 'CONFIG');
+      assert.match(error.message, /The user or password in HTTP_PROXY \(proxy http:\/\/127\.0\.0\.1:3128\) is not valid percent-encoding/);
+      assert.ok(!JSON.stringify(error).includes('50%off'));
+      assert.equal(rt.sim.requests.length, 0);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+  });
 });

@@ -23,8 +23,10 @@ export interface Operation {
 /** Words for an HTTP exchange that ended without an answer (no headers). */
 export function transportReason(err: TransportError, allowedMs: number): string {
   switch (err.failure) {
+    case 'dns':
+      return `could not resolve host ${err.host} (${err.code})`;
     case 'not-sent':
-      return `could not connect (${err.code})`;
+      return err.code === 'ECONNREFUSED' ? `connection refused by ${err.where ?? 'the server'} (ECONNREFUSED)` : `could not connect to ${err.where ?? 'the server'} (${err.code})`;
     case 'tls':
       return `the TLS handshake failed (${err.code}): ${tlsHint(err.code)}`;
     case 'proxy':
@@ -32,12 +34,25 @@ export function transportReason(err: TransportError, allowedMs: number): string 
     case 'invalid':
       return `the request could not be built (${err.code})`;
     case 'deadline':
-      return `no answer within ${allowedMs} ms`;
+      return err.stage ? noConnection(err, allowedMs) : `no answer within ${allowedMs} ms`;
     case 'closed':
       return 'the configuration was closed while it was on the wire';
     case 'failed':
       return `the connection failed (${err.code})`;
   }
+}
+
+/** Words for a deadline that passed before the request could be written: where it was stuck. */
+function noConnection(err: TransportError, allowedMs: number): string {
+  const where = err.where ?? 'the server';
+  const stuck: Record<NonNullable<TransportError['stage']>, string> = {
+    queued: 'no connection was free',
+    lookup: `the DNS lookup of ${err.host} did not finish`,
+    connect: 'the TCP connection was not established',
+    proxy: `the proxy ${err.proxy ?? ''} did not open a tunnel`.replace('  ', ' '),
+    tls: 'the TLS handshake did not finish',
+  };
+  return `no connection to ${where} within ${allowedMs} ms (${stuck[err.stage ?? 'queued']})`;
 }
 
 /**
@@ -66,17 +81,21 @@ function proxyReason(err: TransportError): string {
   const proxy = err.proxy ? `the proxy ${err.proxy}` : 'the proxy';
   if (err.proxyStatus === 407) return `${proxy} refused the request: 407 Proxy Authentication Required. Set the proxy's user and password in the proxy URL (http://user:password@host:port)`;
   if (err.proxyStatus) return `${proxy} answered ${err.proxyStatus} to CONNECT: it could not open a tunnel to the service`;
-  if (err.code === 'ERR_PROXY_CONNECT') return `${proxy} gave no valid answer to CONNECT (it closed the connection or did not speak HTTP)`;
-  return `could not connect to ${proxy} (${err.code})`;
+  if (/^(ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NONAME)$/.test(err.code)) return `could not resolve the host of ${proxy} (${err.code})`;
+  if (/^(ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EADDRNOTAVAIL)$/.test(err.code)) return `could not connect to ${proxy} (${err.code})`;
+  if (/CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|^EPROTO$/i.test(err.code)) return `the TLS handshake with ${proxy} failed (${err.code}): ${tlsHint(err.code)}`;
+  // Reset or closed after it was reached, a hang-up, an answer that is not HTTP: the CONNECT got no answer we can use.
+  return `${proxy} gave no valid answer to CONNECT (${err.code}: it closed or reset the connection, or did not speak HTTP)`;
 }
 
 /** A service exchange (START, STOP, progress) that ended without an answer. */
 export function transportError(err: TransportError, op: Operation, where: string, allowedMs: number): ChargingError {
   const cause = err.code;
   switch (err.failure) {
+    case 'dns':
     case 'not-sent':
-      // Surely not processed: safe to retry, POST included.
-      return new ChargingError('NETWORK', `${op.what}: could not connect to ${where} (${err.code})`, { cause, retryable: true });
+      // Surely not processed: safe to retry, POST included. No word about TLS: the handshake never began.
+      return new ChargingError('NETWORK', `${op.what}: ${transportReason(err, allowedMs)}${err.proxy ? ` (through the proxy ${err.proxy})` : ''}; nothing was sent`, { cause, retryable: true });
     case 'tls':
       // The request is written only after the handshake: nothing was sent, and sending again would fail the same way.
       return new ChargingError('NETWORK', `${op.what}: TLS handshake with ${where}${err.proxy ? ` (through the proxy ${err.proxy})` : ''} failed (${err.code}): ${tlsHint(err.code)}. Nothing was sent.`, { cause });
@@ -85,14 +104,22 @@ export function transportError(err: TransportError, op: Operation, where: string
     case 'invalid':
       return new ChargingError('INTERNAL', `${op.what} could not be sent: ${transportReason(err, allowedMs)}. Nothing was sent; please report this.`, { cause });
     case 'closed':
+      // Cut before it could be written: nothing reached the service, whatever the method.
+      if (err.stage) return closedError('configuration');
       return op.method === 'POST' ? outcomeUnknown(op, transportReason(err, allowedMs), { cause }) : closedError('configuration');
     case 'deadline':
+      if (err.stage) return new ChargingError('NETWORK', `${op.what}: ${noConnection(err, allowedMs)}; nothing was sent`, { cause, retryable: true });
       if (op.method === 'POST') return outcomeUnknown(op, `no answer within ${allowedMs} ms`, { cause });
       return new ChargingError('TIMEOUT', `${op.what}: no answer from ${where} within ${allowedMs} ms`, { cause, retryable: true });
     case 'failed':
       if (op.method === 'POST') return outcomeUnknown(op, `the connection failed (${err.code})`, { cause });
       return new ChargingError('NETWORK', `${op.what}: the connection to ${where} failed (${err.code})`, { cause, retryable: true });
   }
+}
+
+/** True for a failure that surely never reached the server (no connection): a service restarting, a DNS blip, a proxy not letting us through. */
+export function unreached(err: TransportError): boolean {
+  return err.failure === 'dns' || err.failure === 'not-sent' || (err.failure === 'deadline' && err.stage !== undefined) || (err.failure === 'proxy' && err.proxyStatus !== 407);
 }
 
 /** Words for a body that did not arrive in full after the headers did. */

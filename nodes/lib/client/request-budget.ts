@@ -5,8 +5,11 @@
  * API keys that poll too much; Max in flight bounds concurrency, not rate.
  *
  * Starts are spaced evenly, 1/rate apart, so any 1 s window holds at most
- * rate + 1 of them. Commands and queries go before watch polls. A 429 halves the
- * rate used; good answers climb it back to the limit, a tenth of it at a time.
+ * rate + 1 of them. The place is taken as the request goes on the wire (after
+ * its connection slot: see request.ts), so what stalled before cannot bunch up.
+ * Commands and queries go before watch polls. A 429 halves the rate used, once
+ * per throttling episode; good answers climb it back to the limit, a tenth of
+ * it at a time. With no limit set the client holds no budget at all.
  * Watch nodes tell the budget how many polls per second they would like
  * (setPollDemand) and stretch their schedule by pollStretch(), so that polls
  * never queue without end. All on the monotonic clock.
@@ -20,6 +23,15 @@ import type { Wait } from './deadlines';
 
 export type BudgetPriority = 'command' | 'poll';
 
+/**
+ * The lowest rate a 429 brings the budget to: one request every 5 s, so that a
+ * START or STOP queued behind others still goes out well inside its 30 s.
+ */
+export const MIN_RATE = 0.2;
+
+/** How long after the rate was lowered a 429 still belongs to the same throttling episode: services count requests per second. */
+export const EPISODE_MS = 1000;
+
 /** Share of the rate that watch polls may plan on: the rest stays free for commands and queries. */
 export const POLL_SHARE = 0.8;
 
@@ -32,6 +44,8 @@ export class RequestBudget {
   private readonly queues: Record<BudgetPriority, Set<Wait<void>>> = { command: new Set(), poll: new Set() };
   private readonly demand = new Map<string, number>();
   private demandTotal = 0;
+  /** monotonic ms at which a 429 last lowered the rate */
+  private loweredAt = -Infinity;
 
   /** limit: requests per second; 0 or not a positive number: no limit */
   constructor(
@@ -71,9 +85,18 @@ export class RequestBudget {
     this.queues.poll.delete(wait);
   }
 
-  /** The service answered 429: use half the rate (at least one request a minute). */
-  onThrottled(): void {
-    if (this.enabled) this.rate = Math.max(this.rate / 2, Math.min(this.limit, 1 / 60));
+  /**
+   * The service answered 429 to a request sent at `sentAt` (monotonic ms): use
+   * half the rate, once per throttling episode. The answers to requests sent
+   * before the rate was last lowered, or within EPISODE_MS after, belong to the
+   * episode that lowered it (8 429s in a row halved the rate 8 times: 10/s
+   * became 0.039/s, and a queued START waited 25 s); throttling that goes on
+   * past it halves the rate again. Never below MIN_RATE (or the limit, if lower).
+   */
+  onThrottled(sentAt: number): void {
+    if (!this.enabled || sentAt < this.loweredAt + EPISODE_MS) return;
+    this.loweredAt = this.now();
+    this.rate = Math.max(this.rate / 2, Math.min(this.limit, MIN_RATE));
   }
 
   /** A good answer: climb back towards the limit. */

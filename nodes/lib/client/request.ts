@@ -6,7 +6,7 @@
  */
 import { ChargingError, closedError } from '../errors';
 import { backoffDelay } from './backoff';
-import { bodyProblemError, describeBody, Operation, statusError, transportError } from './classify';
+import { bodyProblemError, describeBody, Operation, statusError, transportError, unreached } from './classify';
 import type { ConcurrencyLimiter, Release } from './concurrency-limiter';
 import type { BudgetPriority, RequestBudget } from './request-budget';
 import type { Exchange, Waits } from './deadlines';
@@ -68,7 +68,8 @@ export interface RequestContext {
 
 const cancelledByNode = () => closedError('node');
 
-type Failed = { failure: ChargingError; token: string };
+/** A failed attempt: the error, the token it carried, and whether it surely never reached the service (no connection). */
+type Failed = { failure: ChargingError; token: string; unreached?: boolean };
 type Attempted = { res: RawResponse } | Failed;
 
 export class RequestRunner {
@@ -97,66 +98,94 @@ export class RequestRunner {
     }
   }
 
-  /** After a failed first attempt: refresh the token after a 401, pause and try again, or give up (DESIGN §3). */
+  /**
+   * After a failed first attempt: refresh the token after a 401, pause and try
+   * again, or give up (DESIGN §3). A progress query that never reached the
+   * service (refused, DNS, a proxy that did not let it through: a service
+   * restarting, a DNS blip) is tried again until the message's time is up, its
+   * pauses growing to maxDelayMs, without using up its attempts: a service back
+   * within the 30 s is reached. START/STOP keep their postAttempts.
+   */
   private async retry(req: Request, budgetEnd: number, first: Failed): Promise<RawResponse> {
     const maxAttempts = req.method === 'GET' ? this.ctx.policy.getAttempts : this.ctx.policy.postAttempts;
     let attempt = 1;
+    let counted = 1;
     let refreshedAfter401 = false;
     let result: Attempted = first;
     for (;;) {
-      const { failure, token } = result as Failed;
+      const { failure, token, unreached } = result as Failed;
       if (failure.statusCode === 401 && failure.code === 'AUTH' && !refreshedAfter401) {
         // Spec §5.5: tokens expire; a 401 may mean ours was revoked or expired early.
         // One new token, one retry, at once; the request surely was not processed.
         refreshedAfter401 = true;
         this.ctx.tokens.invalidate(token);
         attempt--; // the 401 retry does not count against the retry budget
+        counted--;
       } else {
         // A fresh token did not help: another one will not either, for now.
         if (failure.statusCode === 401 && failure.code === 'AUTH') this.ctx.tokens.refusedByService(token, failure);
-        await this.pauseOrGiveUp(req, failure, attempt, maxAttempts, budgetEnd);
+        const free = unreached && req.method === 'GET';
+        await this.pauseOrGiveUp(req, failure, attempt, free ? 0 : counted, maxAttempts, budgetEnd);
+        if (free) counted--;
       }
       attempt++;
+      counted++;
       result = await this.attempt(req, budgetEnd, refreshedAfter401);
       if ('res' in result) return result.res;
     }
   }
 
-  /** One attempt: a token, a place in the budget, a slot, one exchange, its result classified. */
+  /**
+   * One attempt: a slot, then a place in the budget, then the token, then one
+   * exchange, its result classified. In that order because the budget counts
+   * what goes on the wire: a place taken while waiting for a slot was spent
+   * when the slot came, and messages queued behind stalled ones went out back
+   * to back (issue 33). And the token is taken last, when the request is sent:
+   * one peeked before a long wait could expire in the queue.
+   */
   private attempt(req: Request, budgetEnd: number, afterFreshToken: boolean): Promise<Attempted> {
     const closed = this.closedError(req);
     if (closed) return Promise.reject(closed);
-    // The common case takes no promise of its own: a cached token, the budget's place and a free slot are taken synchronously.
-    const token = this.ctx.tokens.peek();
-    if (!token) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, null, false);
+    // The common case takes no promise of its own: a free slot, the budget's place and a cached token are taken synchronously.
+    const release = this.ctx.limiter.tryAcquire();
+    if (!release) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, null, false);
     // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
     // stale pooled socket, inside the exchange, does not: the first never reached the server).
     const budget = this.ctx.budget;
-    if (budget && !budget.tryTake(req.priority ?? 'command')) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, token, false);
-    const release = this.ctx.limiter.tryAcquire();
-    if (!release) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, token, true);
+    if (budget && !budget.tryTake(req.priority ?? 'command')) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, release, false);
+    const token = this.ctx.tokens.peek();
+    if (!token) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, release, true);
     return this.exchange(req, token, release, budgetEnd, afterFreshToken);
   }
 
-  /** An attempt that has to wait for its token, its place in the budget or its slot (each bounded by the message's budget). */
-  private async attemptAfterWaiting(req: Request, budgetEnd: number, afterFreshToken: boolean, peeked: AccessToken | null, budgetTaken: boolean): Promise<Attempted> {
-    const token = peeked ?? (await this.waitForToken(req, budgetEnd));
-    const budget = this.ctx.budget;
-    if (budget && !budgetTaken && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
-    const release = this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
-    // Waiting may have spanned a close: a slot granted just before it must not send after it.
-    const closed = this.closedError(req);
-    if (closed) {
-      release();
-      throw closed;
+  /** An attempt that has to wait for its slot, its place in the budget or its token (each bounded by the message's budget). */
+  private async attemptAfterWaiting(req: Request, budgetEnd: number, afterFreshToken: boolean, held: Release | null, budgetTaken: boolean): Promise<Attempted> {
+    let release = held;
+    try {
+      release ??= this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
+      const budget = this.ctx.budget;
+      if (budget && !budgetTaken) {
+        // No token yet (the first request, or after a 401): fetch it before taking a place, so that the place is not spent waiting.
+        if (!this.ctx.tokens.peek()) await this.waitForToken(req, budgetEnd);
+        if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+      }
+      // Taken now, as the request goes out: a token that expired while the request queued is not sent.
+      const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
+      // Waiting may have spanned a close: a slot granted just before it must not send after it.
+      const closed = this.closedError(req);
+      if (closed) throw closed;
+      const sending = release;
+      release = null;
+      return this.exchange(req, token, sending, budgetEnd, afterFreshToken);
+    } finally {
+      release?.();
     }
-    return this.exchange(req, token, release, budgetEnd, afterFreshToken);
   }
 
   /** The exchange of an attempt, its slot released and its deadline dropped however it ends. */
   private exchange(req: Request, token: AccessToken, release: Release, budgetEnd: number, afterFreshToken: boolean): Promise<Attempted> {
     const { waits, timeoutMs } = this.ctx;
-    const allowed = Math.min(timeoutMs, Math.max(1, budgetEnd - waits.now()));
+    const allowed = Math.min(timeoutMs, Math.max(1, Math.floor(budgetEnd - waits.now())));
     // A GET is cut when its node closes; a START/STOP on the wire runs to its deadline so that its outcome is known.
     const signal = req.method === 'GET' ? req.signal : undefined;
     const ex = waits.exchange(allowed, signal);
@@ -180,7 +209,7 @@ export class RequestRunner {
         end();
         if (!(err instanceof TransportError)) throw err;
         if (ex.ended === 'cancelled') throw closedError('node');
-        return { failure: transportError(err, req, this.ctx.where, allowed), token: token.value };
+        return { failure: transportError(err, req, this.ctx.where, allowed), token: token.value, unreached: unreached(err) };
       },
     );
   }
@@ -189,8 +218,10 @@ export class RequestRunner {
   private outcome(req: Request, res: RawResponse, ex: Exchange, token: AccessToken, allowed: number, afterFreshToken: boolean): Attempted {
     if (ex.ended === 'cancelled') throw closedError('node');
     const budget = this.ctx.budget;
-    if (res.status === 429) budget?.onThrottled();
-    else if (res.status < 500) budget?.onGood(); // any answer but 429 or a 5xx: the rate is not the problem
+    if (budget) {
+      if (res.status === 429) budget.onThrottled(ex.deadline - ex.allowedMs);
+      else if (res.status < 500) budget.onGood(); // any answer but 429 or a 5xx: the rate is not the problem
+    }
     if (!req.accept(res.status)) return { failure: statusError(res, req, describeBody(res.text, this.ctx.redactor), afterFreshToken), token: token.value };
     // A 2xx progress answer is only as good as its body; "no session" (404, 204) needs none.
     if (res.bodyProblem && req.method === 'GET' && res.status !== 404 && res.status !== 204) {
@@ -200,10 +231,10 @@ export class RequestRunner {
   }
 
   /** Waits before the next attempt, or throws the failure when no attempt or time is left. */
-  private async pauseOrGiveUp(req: Request, failure: ChargingError, attempt: number, maxAttempts: number, budgetEnd: number): Promise<void> {
+  private async pauseOrGiveUp(req: Request, failure: ChargingError, attempt: number, counted: number, maxAttempts: number, budgetEnd: number): Promise<void> {
     const { waits, policy } = this.ctx;
     const left = budgetEnd - waits.now();
-    if (!failure.retryable || attempt >= maxAttempts || left <= 0) throw giveUp(failure, attempt);
+    if (!failure.retryable || counted >= maxAttempts || left <= 0) throw giveUp(failure, attempt);
     const delay = Math.max(backoffDelay(attempt, policy.baseDelayMs, policy.maxDelayMs), failure.retryAfterMs ?? 0);
     if (delay >= left) throw giveUp(failure, attempt);
     await waits.sleep(delay, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
@@ -249,7 +280,7 @@ export class RequestRunner {
       req.signal,
       () => this.ctx.limiter.forget(wait),
     );
-    if (!wait.settled) this.ctx.limiter.enqueue(wait);
+    if (!wait.settled) this.ctx.limiter.enqueue(wait, req.priority ?? 'command');
     return wait.promise;
   }
 

@@ -137,8 +137,9 @@ export class ServiceClient {
     for (const method of AUTH_METHODS) this.redactor.add(basicCredentials(options.clientId, options.clientSecret, method));
 
     this.waits = new Waits(options.now);
-    this.transport = new Transport({ maxSockets: maxInFlight, tls: options.tls, proxy: options.proxy, maxBodyBytes: this.maxBodyBytes }, [this.tokenUrl, this.sessionsUrl], (pw) =>
-      this.redactor.add(pw),
+    this.transport = new Transport({ maxSockets: maxInFlight, tls: options.tls, proxy: options.proxy, maxBodyBytes: this.maxBodyBytes }, [this.tokenUrl, this.sessionsUrl],
+      (pw) => this.redactor.add(pw),
+      options.onWarning,
     );
     this.service = this.transport.to(this.sessionsUrl);
     this.limiter = new ConcurrencyLimiter(maxInFlight);

@@ -5,7 +5,7 @@
  */
 import { ChargingError, closedError } from '../errors';
 import { backoffDelay, parseRetryAfter } from './backoff';
-import { describeBody, safeHost, transportReason } from './classify';
+import { describeBody, safeHost, transportReason, unreached } from './classify';
 import type { Waits } from './deadlines';
 import type { Redactor } from './redactor';
 import type { TokenResponse } from './token-cache';
@@ -155,11 +155,11 @@ export class TokenEndpoint {
     } catch (err) {
       if (!(err instanceof TransportError)) throw err;
       if (err.failure === 'closed') throw closedError('configuration');
-      if (err.failure === 'tls' || err.failure === 'proxy') {
+      if (err.failure === 'tls' || err.failure === 'proxy' || unreached(err)) {
         // Nothing reached the token endpoint: this is the network's or the TLS set-up's problem, not the credentials'.
-        throw new ChargingError('NETWORK', `Could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, {
+        throw new ChargingError('NETWORK', `Could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}${err.proxy && err.failure !== 'proxy' ? ` (through the proxy ${err.proxy})` : ''}`, {
           cause: err.code,
-          retryable: err.failure === 'proxy' && err.proxyStatus !== 407,
+          retryable: unreached(err),
         });
       }
       throw this.fail(`could not get an access token from ${this.where}: ${transportReason(err, this.options.timeoutMs)}`, { cause: err.code, retryable: err.failure !== 'invalid' });

@@ -9,8 +9,8 @@ import http from 'node:http';
 import https from 'node:https';
 import axios, { AxiosInstance, AxiosRequestConfig, AxiosResponse, CreateAxiosDefaults } from 'axios';
 import type { Exchange } from './deadlines';
-import { connectFailure, proxyAgents, proxyCredentialForms, TlsAgent } from './proxy-agents';
-import { proxyForUrl } from './proxy-env';
+import { abandonConnect, DirectHttpAgent, DirectHttpsAgent, proxiedAgents, proxyFailure, Stage, stageOf } from './agents';
+import { proxyChoice, proxySettings } from './proxy-env';
 
 export interface TransportOptions {
   /** sockets per destination */
@@ -44,12 +44,13 @@ export interface RawResponse {
 }
 
 export type TransportFailure =
-  | 'not-sent' // refused, DNS, unreachable: the request surely did not reach the server
+  | 'dns' // the host name could not be resolved: nothing was sent
+  | 'not-sent' // refused, unreachable: the request surely did not reach the server
   | 'tls' // the TLS handshake failed: nothing was sent
   | 'proxy' // the proxy was down, refused the tunnel or wanted credentials: nothing reached the service
   | 'invalid' // the request could not be built (e.g. a URL that cannot be encoded): nothing was sent
-  | 'deadline' // no answer within the time allowed
-  | 'closed' // abandoned on close
+  | 'deadline' // no answer within the time allowed (see stage: perhaps not even a connection)
+  | 'closed' // abandoned on close (see stage)
   | 'failed'; // reset or broken mid-way: it may have reached the server
 
 export class TransportError extends Error {
@@ -61,29 +62,51 @@ export class TransportError extends Error {
     readonly proxy?: string,
     /** the proxy's answer to CONNECT (407, 502...) */
     readonly proxyStatus?: number,
+    /** for a deadline or close: how far the request had got when it was cut, unless it was on an open connection (it may have been read) */
+    readonly stage?: Exclude<Stage, 'open'>,
+    /** scheme://host:port of the destination, for messages */
+    readonly where?: string,
   ) {
     super(`${failure} (${code})`);
   }
+
+  /** The host name of the destination, for messages. */
+  get host(): string {
+    try {
+      return new URL(this.where ?? '').hostname;
+    } catch {
+      return 'the host';
+    }
+  }
 }
 
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+/**
+ * TLS 1.3: the client's side of the handshake completes before the server has
+ * checked the client's certificate, and the request is written at once; a server
+ * that refuses the certificate answers with one of these alerts and never reads
+ * the request (it is not yet the application's). A handshake failure, then.
+ */
+const CLIENT_CERT_REFUSED = /^ERR_SSL_TLSV1[0-9]?_ALERT_(CERTIFICATE_REQUIRED|BAD_CERTIFICATE|UNKNOWN_CA|CERTIFICATE_UNKNOWN|CERTIFICATE_EXPIRED|CERTIFICATE_REVOKED|UNSUPPORTED_CERTIFICATE|ACCESS_DENIED|HANDSHAKE_FAILURE)$|^ERR_SSL_SSLV3_ALERT_(BAD_CERTIFICATE|HANDSHAKE_FAILURE|CERTIFICATE_UNKNOWN)$/;
 
-export function isTlsCode(code: string): boolean {
-  return /CERT|SSL|TLS|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|^EPROTO$/i.test(code);
-}
-
-/** A failure before anything reached the service (TLS handshake, proxy), marked by the agents in proxy-agents.ts. */
-function earlyFailure(err: unknown): TransportError | undefined {
-  const f = connectFailure(err);
-  if (!f) return undefined;
-  return new TransportError(f.kind, f.code, f.proxy, f.proxyStatus);
-}
+const DNS_CODES = new Set(['ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME']);
 
 interface AxiosLikeError {
   code?: string;
   message?: string;
   request?: { res?: http.IncomingMessage };
   response?: { status: number; headers: Record<string, unknown> };
+}
+
+type Agents = { httpAgent: http.Agent; httpsAgent: https.Agent };
+
+/** scheme://host:port of a URL, for messages. */
+function safeWhere(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}`;
+  } catch {
+    return 'the configured URL';
+  }
 }
 
 export class Transport {
@@ -100,17 +123,22 @@ export class Transport {
     private readonly options: TransportOptions,
     destinations: string[],
     onProxySecret: (secret: string) => void,
+    onWarning?: (text: string) => void,
   ) {
     const keepAlive = agentOptions(options.maxSockets);
     // Commands go on a connection of their own (see Destination.send): same limits, closed after the answer.
     const oneShot: http.AgentOptions = { ...keepAlive, keepAlive: false };
-    type Agents = { httpAgent: http.Agent; httpsAgent: https.Agent };
     let direct: { pooled: Agents; fresh: Agents } | null = null;
+    const warned = new Set<string>();
+    const warnOnce = (text: string) => {
+      if (!warned.has(text)) onWarning?.(text);
+      warned.add(text);
+    };
     for (const url of destinations) {
-      const proxy = options.proxy === false ? '' : (options.proxy ?? proxyForUrl(url));
-      let agents: { httpAgent: http.Agent; httpsAgent: https.Agent };
-      let fresh: { httpAgent: http.Agent; httpsAgent: https.Agent };
-      if (!proxy) {
+      const choice = options.proxy === false ? null : options.proxy ? { url: options.proxy, from: 'the proxy setting' } : proxyChoice(url, process.env, warnOnce);
+      let agents: Agents;
+      let fresh: Agents;
+      if (!choice) {
         direct ??= {
           pooled: this.directAgents(keepAlive),
           fresh: this.directAgents(oneShot),
@@ -118,11 +146,13 @@ export class Transport {
         agents = direct.pooled;
         fresh = direct.fresh;
       } else {
-        for (const form of proxyCredentialForms(proxy)) onProxySecret(form);
-        agents = this.ownAll(proxyAgents(proxy, keepAlive, options.tls ?? {}));
-        fresh = this.ownAll(proxyAgents(proxy, oneShot, options.tls ?? {}));
+        // Throws a CONFIG error naming the variable (never the password) for a socks:// proxy or undecodable credentials.
+        const settings = proxySettings(choice.url, choice.from);
+        for (const form of settings.secrets) onProxySecret(form);
+        agents = this.ownAll(proxiedAgents(settings, keepAlive, options.tls ?? {}));
+        fresh = this.ownAll(proxiedAgents(settings, oneShot, options.tls ?? {}));
       }
-      this.byDestination.set(url, new Destination(this.instance(agents), this.instance(fresh)));
+      this.byDestination.set(url, new Destination(this.instance(agents), this.instance(fresh), safeWhere(url)));
     }
   }
 
@@ -137,15 +167,15 @@ export class Transport {
     for (const a of this.agents) a.destroy();
   }
 
-  private instance(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }): AxiosInstance {
+  private instance(agents: Agents): AxiosInstance {
     return axios.create(axiosOptions(agents, this.options.maxBodyBytes));
   }
 
-  private directAgents(agentOpts: http.AgentOptions): { httpAgent: http.Agent; httpsAgent: https.Agent } {
-    return this.ownAll({ httpAgent: new http.Agent(agentOpts), httpsAgent: new TlsAgent({ ...agentOpts, ...(this.options.tls ?? {}) }) });
+  private directAgents(agentOpts: http.AgentOptions): Agents {
+    return this.ownAll({ httpAgent: new DirectHttpAgent(agentOpts), httpsAgent: new DirectHttpsAgent({ ...agentOpts, ...(this.options.tls ?? {}) }) });
   }
 
-  private ownAll(a: { httpAgent: http.Agent; httpsAgent: https.Agent }): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+  private ownAll(a: Agents): Agents {
     return { httpAgent: this.own(a.httpAgent), httpsAgent: this.own(a.httpsAgent) };
   }
 
@@ -210,6 +240,8 @@ export class Destination {
   constructor(
     private readonly pooled: AxiosInstance,
     private readonly fresh: AxiosInstance,
+    /** scheme://host:port, for messages */
+    private readonly where: string,
   ) {}
 
   /**
@@ -231,9 +263,9 @@ export class Destination {
     // Promise steps, not an async function: one frame less on every poll (#19).
     return first.request<string>(this.config(req, exchange)).then(answer, (err: unknown) => {
       if (first === this.pooled && staleReusedSocket(err, exchange)) {
-        return this.fresh.request<string>(this.config(req, exchange)).then(answer, (again: unknown) => failed(again, exchange));
+        return this.fresh.request<string>(this.config(req, exchange)).then(answer, (again: unknown) => failed(again, exchange, this.where));
       }
-      return failed(err, exchange);
+      return failed(err, exchange, this.where);
     });
   }
 
@@ -258,8 +290,13 @@ function staleReusedSocket(err: unknown, exchange: Exchange): boolean {
   return request?.reusedSocket === true && !request.res && (err.code === 'ECONNRESET' || err.code === 'EPIPE');
 }
 
-function failed(err: unknown, exchange: Exchange): RawResponse {
-  const e = (err ?? {}) as AxiosLikeError;
+/**
+ * An exchange that ended without an answer, said by where it failed (agents.ts):
+ * before the request could be written (DNS, TCP connect, proxy, TLS handshake)
+ * nothing reached the server; after, it may have.
+ */
+function failed(err: unknown, exchange: Exchange, where: string): RawResponse {
+  const e = (err ?? {}) as AxiosLikeError & { request?: unknown };
   const res = e.response ?? toResponse(e.request?.res);
   if (!isAxiosError(err)) {
     // Thrown while building the request (e.g. "URI malformed"): nothing was sent.
@@ -278,12 +315,16 @@ function failed(err: unknown, exchange: Exchange): RawResponse {
     const announced = Number(res.headers['content-length']);
     return { status: res.status, headers: res.headers, text: null, bodyProblem: problem, announcedBytes: Number.isFinite(announced) ? announced : undefined };
   }
-  if (exchange.aborted) throw new TransportError(exchange.ended === 'deadline' ? 'deadline' : 'closed', code);
-  const early = earlyFailure(err);
-  if (early) throw early;
-  if (NOT_SENT_CODES.has(code)) throw new TransportError('not-sent', code);
-  if (isTlsCode(code)) throw new TransportError('tls', code);
-  throw new TransportError('failed', code);
+  const { stage, proxy } = stageOf(e.request);
+  // A CONNECT still waiting for the proxy ends with its exchange (Node's Agent would keep it until the proxy answers).
+  abandonConnect(e.request);
+  if (exchange.aborted) throw new TransportError(exchange.ended === 'deadline' ? 'deadline' : 'closed', code, proxy, undefined, stage === 'open' ? undefined : stage, where);
+  const atProxy = proxyFailure(err);
+  if (atProxy) throw new TransportError('proxy', atProxy.code, atProxy.proxy, atProxy.proxyStatus, undefined, where);
+  if (stage === 'open' && !CLIENT_CERT_REFUSED.test(code)) throw new TransportError('failed', code, proxy, undefined, undefined, where);
+  if (stage === 'lookup' || DNS_CODES.has(code)) throw new TransportError('dns', code, proxy, undefined, undefined, where);
+  if (stage === 'tls' || stage === 'open') throw new TransportError('tls', code, proxy, undefined, undefined, where);
+  throw new TransportError('not-sent', code, proxy, undefined, undefined, where);
 }
 
 function isAxiosError(err: unknown): boolean {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import sinon from 'sinon';
 import { ServiceClient, ServiceClientOptions } from '../../../nodes/lib/client/service-client';
 import { ChargingError } from '../../../nodes/lib/errors';
-import { ChargingServiceSimulator, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
+import { ChargingServiceSimulator, commandKey, SESSIONS_PATH, TOKEN_PATH } from '../../../simulator/simulator';
 import { startSimulator, rejection, freePort, until, driveClock, delay, clientFor } from '../../harness';
 
 const start = { action: 'START' as const, locationId: 'LOC-1', evseId: '1', token: 'RFID-1' };
@@ -178,7 +178,7 @@ describe('fault handling (client against the simulator)', () => {
       const err = await rejection(client.sendCommand(start));
       assert.equal(err.code, 'NETWORK');
       assert.equal(err.causeCode, 'ECONNREFUSED');
-      assert.match(err.message, /could not connect to http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\) \(gave up after 3 attempts\)/);
+      assert.match(err.message, /^START: connection refused by http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\); nothing was sent \(gave up after 3 attempts\)$/);
     });
 
     it('STOP after a 502: outcome unknown and the session is still stopping, not stopped twice', async () => {
@@ -226,12 +226,13 @@ describe('fault handling (client against the simulator)', () => {
       assert.equal(sim.counters.tokenRequests, 1);
     });
 
-    it('an unreachable token endpoint is an AUTH error naming the connection failure', async () => {
+    it('an unreachable token endpoint is a NETWORK error naming the connection failure, not the credentials', async () => {
       await client.close();
       client = make({ authUrl: `http://127.0.0.1:${await freePort()}` });
       const err = await rejection(client.getProgress('x'));
-      assert.equal(err.code, 'AUTH');
-      assert.match(err.message, /ECONNREFUSED/);
+      assert.equal(err.code, 'NETWORK');
+      assert.equal(err.retryable, true);
+      assert.match(err.message, /^Could not get an access token from http:\/\/127\.0\.0\.1:\d+: connection refused by http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)$/);
     });
 
     it('a slow token endpoint within the timeout still works', async () => {
@@ -299,3 +300,23 @@ describe('fault handling (client against the simulator)', () => {
 function timers(): number {
   return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 }
+
+describe('simulator arrivals: a refusal is known by its status line', () => {
+  it('a START refused with 401 whose body is then cut, sent again with a fresh token, is not counted as a duplicate arrival', async () => {
+    const sim = await startSimulator();
+    const client = clientFor(sim, { timeoutMs: 2000, retry: { baseDelayMs: 10, maxDelayMs: 20 } });
+    try {
+      await client.getProgress('warm-up');
+      sim.revokeAllTokens();
+      sim.inject({ target: 'post', kind: 'cut', times: 1 });
+      const cmd = { action: 'START' as const, locationId: 'L', evseId: '1', token: 'CUT-401' };
+      assert.equal((await client.sendCommand(cmd)).statusCode, 202);
+      assert.deepEqual(sim.arrivalAnswers('START', commandKey(cmd)!.key), [401, 202]);
+      assert.equal(sim.counters.duplicateStartArrivals, 0);
+      assert.equal(sim.counters.starts, 1);
+    } finally {
+      await client.close();
+      await sim.stop();
+    }
+  });
+});

@@ -21,6 +21,13 @@ const ENCODED = encodeURIComponent(PASSWORD);
 const BASIC = Buffer.from(`${USER}:${PASSWORD}`).toString('base64');
 const secretForms = [PASSWORD, ENCODED, BASIC, `${USER}:${PASSWORD}`];
 
+function restoreEnv(saved: Record<string, string | undefined>): void {
+  for (const [k, v] of Object.entries(saved)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+}
+
 function assertNoProxySecret(text: string): void {
   for (const f of secretForms) assert.ok(!text.includes(f), `"${f}" leaked in: ${text}`);
 }
@@ -55,7 +62,7 @@ describe('proxy failures', () => {
       assert.equal(sim.requests.length, 0, 'nothing reached the service');
     });
 
-    it('a 407 to the START itself (token fetched directly): NETWORK, not OUTCOME_UNKNOWN, the echoed Basic value redacted', async () => {
+    it('a 407 to the CONNECT of the START (token fetched directly): NETWORK, not OUTCOME_UNKNOWN, not sent again, no form of the credentials', async () => {
       sim = await startSimulator();
       const tokenSim = await startSimulator();
       proxy = await new TestProxy({ requireAuth: 'Basic c29tZW9uZTplbHNl' }).start();
@@ -66,11 +73,11 @@ describe('proxy failures', () => {
         client = clientFor(sim, { ...fast, authUrl: tokenSim.authUrl });
         const err = (await rejection(client.sendCommand(start))) as ChargingError;
         assert.equal(tokenSim.counters.tokensIssued, 1, 'the token came directly');
-        assert.ok(proxy.seen.some((x) => x.startsWith('POST ')), proxy.seen.join());
+        // hpagent tunnels plain http through CONNECT: the 407 answers the CONNECT, and its page (which echoes our credentials) is never read.
+        assert.deepEqual(proxy.seen, [`CONNECT 127.0.0.1:${sim.options.port}`], 'one CONNECT, not sent again');
         assert.equal(err.code, 'NETWORK', err.message);
         assert.equal(err.outcomeUnknown, false);
-        assert.match(err.message, /START refused by the proxy: 407 Proxy Authentication Required/);
-        assert.match(err.message, /proxy-authorization: Basic \*\*\*/, `the page is shown, redacted: ${err.message}`);
+        assert.match(err.message, new RegExp(`^START: the proxy http://127\\.0\\.0\\.1:${proxy.port} refused the request: 407 Proxy Authentication Required`));
         assertNoProxySecret(err.message);
         assertNoProxySecret(err.serviceMessage ?? '');
         assert.equal(sim.requests.length, 0);
@@ -99,14 +106,18 @@ describe('proxy failures', () => {
   it('a CONNECT answered 502 names the proxy; START is NETWORK, not OUTCOME_UNKNOWN', async () => {
     sim = await startSimulator({ tls: { key: SIM_KEY, cert: SIM_CERT } });
     proxy = await new TestProxy({ connectStatus: 502 }).start();
-    const tokenSim = await startSimulator(); // a token endpoint reached directly (no proxy for http here)
+    const tokenSim = await startSimulator(); // a token endpoint reached directly (NO_PROXY)
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY };
+    process.env.HTTPS_PROXY = process.env.HTTP_PROXY = proxy.url;
+    process.env.NO_PROXY = `127.0.0.1:${tokenSim.options.port}`;
     try {
-      client = clientFor(sim, { ...fast, authUrl: tokenSim.authUrl, proxy: proxy.url, tls: { ca: SIM_CERT }, retry: { ...fast.retry, postAttempts: 1 } });
+      client = clientFor(sim, { ...fast, authUrl: tokenSim.authUrl, tls: { ca: SIM_CERT }, retry: { ...fast.retry, postAttempts: 1 } });
       const err = (await rejection(client.sendCommand(start))) as ChargingError;
       assert.equal(err.code, 'NETWORK', err.message);
       assert.equal(err.outcomeUnknown, false);
       assert.match(err.message, new RegExp(`the proxy http://127\\.0\\.0\\.1:${proxy.port} answered 502 to CONNECT.*nothing reached https://127\\.0\\.0\\.1`));
     } finally {
+      restoreEnv(saved);
       await tokenSim.stop();
     }
   });
@@ -158,6 +169,11 @@ describe('NO_PROXY (proxy-env.ts)', () => {
     ['example.com:8443', 'https://example.com/x', false],
     ['localhost, 10.0.0.0/8 ,.corp', 'https://svc.corp/x', true],
     ['*', 'https://anything.example/x', true],
+    ['10.0.0.0/8', 'https://[::ffff:10.0.0.1]/x', true],
+    ['10.0.0.0/8', 'https://[::ffff:11.0.0.1]/x', false],
+    ['example.com', 'https://api.example.com./x', true],
+    ['example.com.', 'https://api.example.com/x', true],
+    ['.example.com', 'https://example.com./x', true],
     ['', 'https://anything.example/x', false],
   ];
   for (const [noProxy, url, direct] of cases) {
@@ -171,6 +187,63 @@ describe('NO_PROXY (proxy-env.ts)', () => {
     assert.equal(proxyForUrl('https://a.example/', { ALL_PROXY: 'proxy:3128' }), 'http://proxy:3128');
     assert.equal(proxyForUrl('http://a.example/', { HTTPS_PROXY: 'http://p:1' }), '');
     assert.equal(noProxyMatches('10.0.0.0/33', '10.0.0.1', 80), false, 'an impossible prefix matches nothing');
+  });
+
+  it('an entry that cannot mean anything is reported, not ignored in silence', () => {
+    const warnings: string[] = [];
+    assert.equal(noProxyMatches('10.1.2.3/33, fd00::/129, exa mple.com, 10.0.0.0/8', '10.1.2.3', 443, (w) => warnings.push(w)), true, 'the valid entry still applies');
+    assert.equal(warnings.length, 2, warnings.join('; '));
+    assert.match(warnings[0], /NO_PROXY entry "10\.1\.2\.3\/33" is not a host name, an IP address or a CIDR block/);
+    assert.match(warnings[1], /"fd00::\/129"/);
+  });
+
+  it('a client warns once about such an entry', async () => {
+    const sim = await startSimulator();
+    const saved = { HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY };
+    process.env.HTTP_PROXY = 'http://127.0.0.1:1';
+    process.env.NO_PROXY = '10.1.2.3/33,127.0.0.1';
+    const warnings: string[] = [];
+    const client = clientFor(sim, { ...fast, onWarning: (w) => warnings.push(w) });
+    try {
+      await client.getProgress('nobody');
+      assert.deepEqual(warnings, ['NO_PROXY entry "10.1.2.3/33" is not a host name, an IP address or a CIDR block (such as 10.0.0.0/8); it is ignored']);
+    } finally {
+      restoreEnv(saved);
+      await client.close();
+      await sim.stop();
+    }
+  });
+
+  describe('proxy settings that cannot work are CONFIG errors naming the variable, never the password', () => {
+    const cases: Array<[string, Record<string, string>, RegExp]> = [
+      ['a literal % in the password', { HTTPS_PROXY: 'http://corp-user:50%off@proxy.example:3128' }, /The user or password in HTTPS_PROXY \(proxy http:\/\/proxy\.example:3128\) is not valid percent-encoding: write a literal % as %25/],
+      ['a SOCKS proxy in ALL_PROXY', { ALL_PROXY: 'socks5h://corp-user:50%off@socks.example:1080' }, /ALL_PROXY names a socks5h:\/\/ proxy \(socks\.example:1080\): only http:\/\/ and https:\/\/ proxies are supported/],
+      ['a SOCKS proxy in https_proxy', { https_proxy: 'socks5://socks.example:1080' }, /https_proxy names a socks5:\/\/ proxy/],
+    ];
+    for (const [what, env, words] of cases) {
+      it(what, () => {
+        const saved: Record<string, string | undefined> = {};
+        for (const k of ['HTTPS_PROXY', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy']) {
+          saved[k] = process.env[k];
+          delete process.env[k];
+        }
+        Object.assign(process.env, env);
+        try {
+          let thrown: unknown;
+          try {
+            new ServiceClient({ baseUrl: 'https://service.example', authUrl: 'https://auth.example', clientId: 'id', clientSecret: 'secret' });
+          } catch (e) {
+            thrown = e;
+          }
+          assert.ok(thrown instanceof ChargingError, String(thrown));
+          assert.equal(thrown.code, 'CONFIG');
+          assert.match(thrown.message, words);
+          assert.ok(!thrown.message.includes('50%off') && !thrown.message.includes('corp-user'), thrown.message);
+        } finally {
+          restoreEnv(saved);
+        }
+      });
+    }
   });
 
   it('end to end: NO_PROXY=127.0.0.0/8 sends nothing through HTTP_PROXY', async () => {

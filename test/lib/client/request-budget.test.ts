@@ -6,19 +6,8 @@ import assert from 'node:assert/strict';
 import { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { ChargingError } from '../../../nodes/lib/errors';
 import { startCommand } from '../../../nodes/lib/session/commands';
-import { ChargingServiceSimulator, SESSIONS_PATH } from '../../../simulator/simulator';
-import { clientFor, startSimulator, until } from '../../harness';
-
-/** The most service requests that arrived within any 1 s window. */
-function busiestSecond(sim: ChargingServiceSimulator): number {
-  const at = sim.requests.filter((r) => r.path === SESSIONS_PATH).map((r) => r.at).sort((a, b) => a - b);
-  let most = 0;
-  for (let i = 0, j = 0; i < at.length; i++) {
-    while (at[i] - at[j] >= 1000) j++;
-    most = Math.max(most, i - j + 1);
-  }
-  return most;
-}
+import { ChargingServiceSimulator } from '../../../simulator/simulator';
+import { busiestSecond, clientFor, startSimulator, until } from '../../harness';
 
 describe('Max requests per second: a request budget per configuration (simulator over HTTP)', () => {
   let sim: ChargingServiceSimulator;
