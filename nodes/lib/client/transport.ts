@@ -126,8 +126,13 @@ export class Transport {
     onWarning?: (text: string) => void,
   ) {
     const keepAlive = agentOptions(options.maxSockets);
-    // Commands go on a connection of their own (see Destination.send): same limits, closed after the answer.
-    const oneShot: http.AgentOptions = { ...keepAlive, keepAlive: false };
+    // Commands go on a connection of their own (see Destination.send), closed after the answer.
+    // maxSockets must be Infinity: with a finite one, Node's Agent sends "Connection: keep-alive" even
+    // without keepAlive and hands a socket freed by one answer to a request queued on the agent (a
+    // command whose slot came while a cut command's socket still counted). That socket may be closed
+    // by the server already: a START on it met ECONNRESET unread and read OUTCOME_UNKNOWN (soak, seed 5;
+    // 1 in 600 STARTs with hangs and closes after each answer). Max in flight bounds the sockets instead.
+    const oneShot: http.AgentOptions = { ...keepAlive, keepAlive: false, maxSockets: Infinity };
     let direct: { pooled: Agents; fresh: Agents } | null = null;
     const warned = new Set<string>();
     const warnOnce = (text: string) => {

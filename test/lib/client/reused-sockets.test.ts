@@ -139,6 +139,41 @@ describe('Reused connections: what must not be sent twice', () => {
     assert.equal(posts, 2);
   });
 
+  it('commands never ride a used connection: each START is the first request on its own, which it asks to close, while others hang at Max in flight', async () => {
+    // Node's Agent with a finite maxSockets sends "Connection: keep-alive" even without keepAlive, and hands a
+    // socket freed by one answer to a request queued behind it: a server that closed that socket made a START
+    // that never arrived read OUTCOME_UNKNOWN (soak, seed 5). Both are checked on the wire here.
+    type Seen = { n: number; connection: string };
+    const seen: Seen[] = [];
+    const perSocket = new WeakMap<object, number>();
+    let arrivals = 0;
+    server = http.createServer((req, res) => {
+      const n = perSocket.get(req.socket) ?? 0;
+      perSocket.set(req.socket, n + 1);
+      req.resume();
+      req.on('end', () => {
+        if (req.url?.startsWith('/auth')) {
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          return res.end(JSON.stringify({ access_token: 'tok-fresh', token_type: 'Bearer', expires_in: 3600 }));
+        }
+        seen.push({ n, connection: String(req.headers.connection) });
+        arrivals++;
+        if (arrivals % 3 === 0) return; // hangs: cut at the deadline while the others go on
+        res.writeHead(202, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify({ status: 'Accepted' }));
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    client = new ServiceClient({ baseUrl: base, authUrl: `${base}/auth`, clientId: 'c', clientSecret: 's', timeoutMs: 300, maxInFlight: 2 });
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, i) => client.sendCommand(startCommand(fields(`RFID-OWN-${i}`))).then(() => 'accepted', (err: ChargingError) => err.code)));
+    assert.equal(seen.length, 12, 'every START arrived once');
+    assert.deepEqual(seen.map((s) => s.n), seen.map(() => 0), 'each START the first request on its connection');
+    assert.deepEqual(seen.map((s) => s.connection), seen.map(() => 'close'));
+    assert.equal(outcomes.filter((o) => o === 'accepted').length, 8);
+    assert.equal(outcomes.filter((o) => o === 'OUTCOME_UNKNOWN').length, 4);
+  });
+
   it("honours a server's Keep-Alive: timeout=N hint: an idle connection is not reused past it", async () => {
     connections = 0;
     server = http.createServer((req, res) => {
