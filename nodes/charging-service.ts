@@ -3,7 +3,9 @@ import { CLOSE_GRACE_MS, ServiceClient } from './lib/client/service-client';
 import { ChargingError } from './lib/errors';
 import type { DeriveOptions, MeterUnit, TimestampZone } from './lib/session/record';
 import type { ChargingServiceNode } from './common/service-node';
-import { clientOptions, Credentials, ServiceSettings } from './common/service-options';
+import { clientOptions, Credentials, fleetSettings, ServiceSettings } from './common/service-options';
+import { openFleet } from './common/fleet-link';
+import type { Fleet } from './lib/fleet/fleet';
 import { registerTestRoute } from './common/test-connection';
 import { useRuntimeLanguage } from './common/status';
 
@@ -41,12 +43,17 @@ export = function register(RED: NodeAPI): void {
     Object.defineProperty(node, 'deriveOptions', { value: deriveOptions, enumerable: false });
 
     let client: ServiceClient | null = null;
+    let fleet: Fleet | null = null;
     let configError: ChargingError | null = null;
     try {
       const { options, warnings } = clientOptions(RED, config, node.credentials ?? {});
       for (const w of warnings) node.warn(w);
-      client = new ServiceClient({ ...options, onWarning: (text) => node.warn(text) });
+      const coordination = fleetSettings(RED, config, node.credentials ?? {}, options);
+      fleet = coordination ? openFleet(node, coordination) : null;
+      client = new ServiceClient({ ...options, fleet: fleet?.clientHooks(), onWarning: (text) => node.warn(text) });
     } catch (err) {
+      void fleet?.close().catch(() => undefined);
+      fleet = null;
       configError = err instanceof ChargingError ? err : new ChargingError('CONFIG', (err as Error).message);
       node.error(configError.message);
     }
@@ -57,16 +64,18 @@ export = function register(RED: NodeAPI): void {
       return client;
     };
 
+    node.getFleet = (): Fleet | null => (configError || !client ? null : fleet);
+
     node.on('close', (_removed: boolean, done: () => void) => {
       const c = client;
+      const f = fleet;
       client = null;
-      if (!c) return done();
+      fleet = null;
       // Nodes using this config have their own grace for requests on the wire;
       // this one bounds whatever is left so close ends well inside Node-RED's 15 s.
-      c.close(CLOSE_GRACE_MS).then(
-        () => done(),
-        () => done(),
-      );
+      // The fleet closes last: the client's last requests may still take from its budget.
+      const closing = c ? c.close(CLOSE_GRACE_MS).catch(() => undefined) : Promise.resolve();
+      void closing.then(() => f?.close().catch(() => undefined)).then(() => done());
     });
   }
 
@@ -78,6 +87,7 @@ export = function register(RED: NodeAPI): void {
       clientId: { type: 'text' },
       clientSecret: { type: 'password' },
       apiKey: { type: 'password' },
+      coordination: { type: 'password' },
     },
   });
 };

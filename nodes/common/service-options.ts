@@ -9,6 +9,7 @@ import type { ServiceClientOptions } from '../lib/client/service-client';
 import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
 import { isAuthMethod, parseTokenParams } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
+import { fleetKeyFor } from '../lib/fleet/keys';
 import { checkEndpointUrl, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
@@ -28,6 +29,10 @@ export interface ServiceSettings {
   apiKeyHeader?: unknown;
   /** extra token request parameters, key=value&key2=value2 */
   tokenParams?: unknown;
+  /** Coordinate replicas: the fleet's name in Redis; empty = derived from the base URL, token URL and client ID */
+  fleetKey?: unknown;
+  /** id of a tls-config node for a rediss:// Redis with a private CA or a client certificate */
+  fleetTls?: unknown;
 }
 
 export interface Credentials {
@@ -35,6 +40,8 @@ export interface Credentials {
   clientSecret?: string;
   /** an API gateway's key (password field): sent on service requests only */
   apiKey?: string;
+  /** Coordinate replicas: redis:// or rediss:// URL (may hold a password, so a credential); empty = off */
+  coordination?: string;
 }
 
 interface TlsConfigNode extends Node {
@@ -125,4 +132,40 @@ function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions
   const opts: Record<string, unknown> = {};
   tlsNode.addTLSOptions(opts);
   return opts as https.AgentOptions;
+}
+
+/** What a configuration needs to open its Fleet (docs/fleet.md); null when *Coordinate replicas* is empty. */
+export interface FleetSettings {
+  /** redis:// or rediss://, `${NAME}` expanded; may hold a password: never logged */
+  url: string;
+  fleetKey: string;
+  tls?: https.AgentOptions;
+  /** settings.js chargingSession.fleet: cycle and lease (ms), for tests and for operators who want faster takeover */
+  cycleMs?: number;
+  leaseMs?: number;
+}
+
+/**
+ * The coordination settings of a configuration, or null when it is off (the
+ * default). Throws a CONFIG error naming the field for a URL that is not
+ * redis:// or rediss://, or a fleet key it cannot use. Loads no Redis client.
+ */
+export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Credentials, options: ServiceClientOptions, env: NodeJS.ProcessEnv = process.env): FleetSettings | null {
+  const raw = typeof typed.coordination === 'string' ? typed.coordination.trim() : '';
+  if (raw === '') return null;
+  const url = String(resolveEnvReference('Coordinate replicas', raw, env)).trim();
+  if (!/^rediss?:\/\/[^/]/i.test(url)) {
+    throw new ChargingError('CONFIG', 'Coordinate replicas: the Redis URL must start with redis:// or rediss:// (for example redis://redis:6379, or rediss://:password@redis.example:6380)', { field: 'coordination' });
+  }
+  const given = typeof settings.fleetKey === 'string' ? settings.fleetKey : '';
+  const fleetKey = fleetKeyFor({ baseUrl: options.baseUrl, tokenUrl: options.authUrl, clientId: options.clientId }, given);
+  const tuning = (RED.settings as unknown as { chargingSession?: { fleet?: { cycleMs?: unknown; leaseMs?: unknown } } }).chargingSession?.fleet;
+  const ms = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 50 ? v : undefined);
+  return {
+    url,
+    fleetKey,
+    tls: tlsOptions(RED, typeof settings.fleetTls === 'string' ? settings.fleetTls : undefined),
+    cycleMs: ms(tuning?.cycleMs),
+    leaseMs: ms(tuning?.leaseMs),
+  };
 }

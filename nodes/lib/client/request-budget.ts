@@ -46,6 +46,8 @@ export class RequestBudget {
   private demandTotal = 0;
   /** monotonic ms at which a 429 last lowered the rate */
   private loweredAt = -Infinity;
+  /** a lower limit for a while: this replica's share of the fleet's limit while Redis is away (see setCeiling) */
+  private ceiling = Infinity;
 
   /** limit: requests per second; 0 or not a positive number: no limit */
   constructor(
@@ -96,12 +98,29 @@ export class RequestBudget {
   onThrottled(sentAt: number): void {
     if (!this.enabled || sentAt < this.loweredAt + EPISODE_MS) return;
     this.loweredAt = this.now();
-    this.rate = Math.max(this.rate / 2, Math.min(this.limit, MIN_RATE));
+    this.rate = Math.max(this.rate / 2, Math.min(this.top(), MIN_RATE));
   }
 
   /** A good answer: climb back towards the limit. */
   onGood(): void {
-    if (this.enabled && this.rate < this.limit) this.rate = Math.min(this.limit, this.rate + this.limit / 10);
+    const top = this.top();
+    if (this.enabled && this.rate < top) this.rate = Math.min(top, this.rate + this.limit / 10);
+  }
+
+  /**
+   * Coordinate replicas: while the fleet's budget in Redis cannot be asked,
+   * this replica keeps to its share of the limit (perSec: the limit divided
+   * by the replicas last seen alive); null lifts it when Redis answers again.
+   */
+  setCeiling(perSec: number | null): void {
+    if (!(this.limit > 0)) return;
+    this.ceiling = perSec !== null && perSec > 0 ? perSec : Infinity;
+    if (this.rate > this.top()) this.rate = this.top();
+  }
+
+  /** The highest rate allowed now: the limit, or the ceiling below it. */
+  private top(): number {
+    return Math.min(this.limit, this.ceiling);
   }
 
   /** How many polls per second a watch node would like (0 or less: none). */

@@ -54,6 +54,8 @@ export interface RequestContext {
   limiter: ConcurrencyLimiter;
   /** Max requests per second; absent: no limit */
   budget?: RequestBudget;
+  /** Coordinate replicas: the fleet's budget, taken after the local one (absent: this replica alone) */
+  shared?: SharedBudgetGate;
   waits: Waits;
   redactor: Redactor;
   policy: RetryPolicy;
@@ -67,6 +69,19 @@ export interface RequestContext {
 }
 
 const cancelledByNode = () => closedError('node');
+
+/**
+ * The fleet's request budget as the runner sees it (nodes/lib/fleet/budget.ts
+ * implements it; the client loads no Redis code of its own). take() never throws.
+ */
+export interface SharedBudgetGate {
+  take(maxWaitMs: number, rate: number): Promise<{ kind: 'go'; delayMs: number } | { kind: 'wait'; waitMs: number } | { kind: 'unavailable' }>;
+  /** requests per second this replica may use alone while Redis is away */
+  fallbackRate(): number;
+}
+
+/** Longest wait reserved in the fleet's budget at once: a reservation given up is lost to the fleet, so none is made far ahead. */
+const SHARED_MAX_WAIT_MS = 2_000;
 
 /** A failed attempt: the error, the token it carried, and whether it surely never reached the service (no connection). */
 type Failed = { failure: ChargingError; token: string; unreached?: boolean };
@@ -152,7 +167,8 @@ export class RequestRunner {
     // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
     // stale pooled socket, inside the exchange, does not: the first never reached the server).
     const budget = this.ctx.budget;
-    if (budget && !budget.tryTake(req.priority ?? 'command')) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, release, false);
+    // The fleet's budget is asked in Redis: never synchronous.
+    if (budget && (this.ctx.shared || !budget.tryTake(req.priority ?? 'command'))) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, release, false);
     const token = this.ctx.tokens.peek();
     if (!token) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, release, true);
     return this.exchange(req, token, release, budgetEnd, afterFreshToken);
@@ -168,6 +184,7 @@ export class RequestRunner {
         // No token yet (the first request, or after a 401): fetch it before taking a place, so that the place is not spent waiting.
         if (!this.ctx.tokens.peek()) await this.waitForToken(req, budgetEnd);
         if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+        if (this.ctx.shared) await this.waitForShared(req, this.ctx.shared, budget, budgetEnd);
       }
       // Taken now, as the request goes out: a token that expired while the request queued is not sent.
       const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
@@ -288,13 +305,39 @@ export class RequestRunner {
   private waitForBudget(req: Request, budget: RequestBudget, budgetEnd: number): Promise<void> {
     const wait = this.ctx.waits.begin<void>(
       budgetEnd,
-      () => new ChargingError('TIMEOUT', `${req.what}: not sent within the time allowed for the message (${this.budgetSeconds()} s): Max requests per second is reached; nothing was sent`),
+      () => this.budgetTimeout(req),
       cancelledByNode,
       req.signal,
       () => budget.forget(wait),
     );
     if (!wait.settled) budget.enqueue(wait, req.priority ?? 'command');
     return wait.promise;
+  }
+
+  /**
+   * A start in the fleet's budget after the local one (docs/fleet.md,
+   * "Budget"): reserved in Redis, then waited for here. Redis away: this
+   * replica keeps to its share of the limit until Redis answers again.
+   */
+  private async waitForShared(req: Request, shared: SharedBudgetGate, budget: RequestBudget, budgetEnd: number): Promise<void> {
+    const { waits } = this.ctx;
+    for (;;) {
+      const left = budgetEnd - waits.now();
+      if (left <= 0) throw this.budgetTimeout(req);
+      const taken = await shared.take(Math.min(left, SHARED_MAX_WAIT_MS), budget.currentRate);
+      const closed = this.closedError(req);
+      if (closed) throw closed;
+      if (taken.kind === 'unavailable') return budget.setCeiling(shared.fallbackRate());
+      budget.setCeiling(null);
+      const pause = taken.kind === 'go' ? taken.delayMs : taken.waitMs;
+      if (taken.kind === 'wait' && pause >= budgetEnd - waits.now()) throw this.budgetTimeout(req);
+      if (pause > 0) await waits.sleep(pause, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
+      if (taken.kind === 'go') return;
+    }
+  }
+
+  private budgetTimeout(req: Request): ChargingError {
+    return new ChargingError('TIMEOUT', `${req.what}: not sent within the time allowed for the message (${this.budgetSeconds()} s): Max requests per second is reached; nothing was sent`);
   }
 
   private budgetSeconds(): number {

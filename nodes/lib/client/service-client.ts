@@ -13,8 +13,8 @@ import { bodyProblemText, describeBody, notFoundError, readJson, safeHost, trans
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
-import { DEFAULT_RETRY, RequestRunner, RetryPolicy } from './request';
-import { TokenCache, TokenCacheOptions } from './token-cache';
+import { DEFAULT_RETRY, RequestRunner, RetryPolicy, SharedBudgetGate } from './request';
+import { TokenCache, TokenCacheOptions, TokenResponse } from './token-cache';
 import { AUTH_METHODS, AuthMethod, basicCredentials, isInvalidClient, TokenEndpoint, tokenEndpoint } from './token-endpoint';
 import { Destination, RawResponse, Transport, TransportError } from './transport';
 import { BudgetPriority, RequestBudget } from './request-budget';
@@ -53,6 +53,22 @@ export interface ServiceClientOptions {
   /** told things a person should know that are not errors (e.g. a token lifetime raised to the floor) */
   onWarning?: (text: string) => void;
   now?: () => number;
+  /** Coordinate replicas: the fleet's token and request budget (nodes/lib/fleet); absent: this process alone */
+  fleet?: FleetHooks;
+}
+
+/**
+ * What the client takes from the fleet (docs/fleet.md), as plain functions, so
+ * that the client loads no Redis code: Fleet implements them when the
+ * configuration coordinates replicas.
+ */
+export interface FleetHooks {
+  /** a token for the cache: the fleet's, or one fetched with fetchLocal for it (Redis away: for this replica alone) */
+  fetchToken(fetchLocal: () => Promise<TokenResponse>): Promise<TokenResponse>;
+  /** the service refused this token (401): forget it in Redis too; never rejects */
+  invalidateToken(value: string): void;
+  /** the fleet's Max requests per second at this limit */
+  budget(limit: number): SharedBudgetGate;
 }
 
 export interface RequestOptions {
@@ -145,12 +161,20 @@ export class ServiceClient {
     this.limiter = new ConcurrencyLimiter(maxInFlight);
     this.budget = new RequestBudget(options.maxRequestsPerSec ?? 0, options.now);
     this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
-    this.tokens = new TokenCache(() => this.tokenEndpoint.requestWithRetry(), { now: options.now, ...options.tokenCache, onWarning: options.onWarning });
+    const fleet = options.fleet;
+    const fetchToken = () => this.tokenEndpoint.requestWithRetry();
+    this.tokens = new TokenCache(fleet ? () => fleet.fetchToken(fetchToken) : fetchToken, {
+      now: options.now,
+      ...options.tokenCache,
+      onWarning: options.onWarning,
+      ...(fleet ? { onInvalidated: (value: string) => fleet.invalidateToken(value) } : {}),
+    });
     this.runner = new RequestRunner({
       destination: this.service,
       tokens: this.tokens,
       limiter: this.limiter,
       budget: this.budget.enabled ? this.budget : undefined,
+      shared: fleet && this.budget.enabled ? fleet.budget(this.budget.limit) : undefined,
       waits: this.waits,
       redactor: this.redactor,
       policy: this.policy,

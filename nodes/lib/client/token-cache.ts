@@ -31,6 +31,8 @@ export interface TokenCacheOptions {
   now?: () => number;
   /** told about things a person should know that are not errors (a lifetime raised to the floor) */
   onWarning?: (text: string) => void;
+  /** told each token the service refused (401), to forget it where it is shared (Coordinate replicas) */
+  onInvalidated?: (value: string) => void;
 }
 
 /** Spec §5.5 and §8: a token lives 30 minutes. */
@@ -55,7 +57,7 @@ export class TokenCache {
   private failures = 0;
   private closed = false;
   private warnedLifetime = false;
-  private readonly opts: Required<Omit<TokenCacheOptions, 'onWarning'>> & Pick<TokenCacheOptions, 'onWarning'>;
+  private readonly opts: Required<Omit<TokenCacheOptions, 'onWarning' | 'onInvalidated'>> & Pick<TokenCacheOptions, 'onWarning' | 'onInvalidated'>;
 
   constructor(
     private readonly fetchToken: () => Promise<TokenResponse>,
@@ -69,6 +71,7 @@ export class TokenCache {
       maxFailureBackoffMs: options.maxFailureBackoffMs ?? 30_000,
       now: options.now ?? monotonicNow,
       onWarning: options.onWarning,
+      onInvalidated: options.onInvalidated,
     };
   }
 
@@ -110,6 +113,7 @@ export class TokenCache {
    */
   invalidate(value: string): void {
     if (this.token && this.token.value === value) this.token = null;
+    this.opts.onInvalidated?.(value);
   }
 
   /**

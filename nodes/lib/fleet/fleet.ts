@@ -17,6 +17,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
+import type { FleetHooks } from '../client/service-client';
 import { FailureReporter, FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
 import { HEARTBEAT } from './scripts';
@@ -121,6 +122,19 @@ export class Fleet {
     if (!own) return;
     this.scopes.delete(scope);
     await own.close();
+  }
+
+  /**
+   * What a ServiceClient takes from the fleet (its `fleet` option): the shared
+   * token as the cache's source, a refused token forgotten in Redis too, and
+   * the fleet's budget behind the local one.
+   */
+  clientHooks(): FleetHooks {
+    return {
+      fetchToken: (fetchLocal) => this.tokens.fetch(fetchLocal),
+      invalidateToken: (value) => void this.tokens.invalidate(value),
+      budget: (limit) => this.budget(limit),
+    };
   }
 
   /** The live replicas at the last heartbeat, as they describe themselves. */
