@@ -327,7 +327,12 @@ export class RequestRunner {
       const taken = await shared.take(Math.min(left, SHARED_MAX_WAIT_MS), budget.currentRate);
       const closed = this.closedError(req);
       if (closed) throw closed;
-      if (taken.kind === 'unavailable') return budget.setCeiling(shared.fallbackRate());
+      if (taken.kind === 'unavailable') {
+        // Redis just went away: the local place was taken at the fleet's whole rate; take one more at this
+        // replica's share, or every replica sends one extra in the outage's first second (3 replicas at 5/s: 9).
+        if (budget.setCeiling(shared.fallbackRate()) && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+        return;
+      }
       budget.setCeiling(null);
       const pause = taken.kind === 'go' ? taken.delayMs : taken.waitMs;
       if (taken.kind === 'wait' && pause >= budgetEnd - waits.now()) throw this.budgetTimeout(req);
