@@ -8,9 +8,16 @@
  * outage). settings.js: cycle 200 ms, lease 800 ms.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Redis } from 'ioredis';
 import type { ServiceClient } from '../../nodes/lib/client/service-client';
 import { commandKey, type ChargingServiceSimulator } from '../../simulator/simulator';
-import { CLIENT_SECRET, clientFor, delay, startSimulator, until, type FlowNode } from '../harness';
+import { CLIENT_ID, CLIENT_SECRET, clientFor, delay, freePort, startSimulator, until, type FlowNode } from '../harness';
 import { RedisServer, requireRedis } from '../redis-server';
 import { arrivals, busiestSecondOf, FAST_FLEET, longestDoublePolling, longestGap, recorder, REPLICA_HEADER, Replicas, type Output } from '../fleet-replicas';
 
@@ -73,7 +80,7 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
     redis = await RedisServer.start({ password: REDIS_PASSWORD });
     const settings = `    chargingSession: { minPollIntervalSec: 0.2, fleet: { cycleMs: ${CYCLE_MS}, leaseMs: ${LEASE_MS} } },`;
     const coordination = { coordination: redis.url };
-    fleet = await Replicas.prepare(N, flowFor(sim), settings, { svc: coordination, svc2: coordination }, ['svc', 'svc2']);
+    fleet = await Replicas.prepare(N, flowFor(sim), settings, { svc: coordination, svc2: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, ...coordination } }, ['svc', 'svc2']);
     await fleet.startAll();
   });
 
@@ -167,7 +174,7 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
       const polled = (from: number) => new Set(arrivals(sim, from, 'GET').map((a) => a.token));
       const begin = sim.requests.length;
       await until(() => WATCHED.every((t) => polled(begin).has(t)), 'every token polled', 20_000);
-      await until(() => WATCHED.every((t) => countOf(fleet.outputs('recW'), 'started', t) === (startedByTest.get(t) ?? 0)), 'the started events', 10_000);
+      await until(() => WATCHED.every((t) => countOf(fleet.outputs('recW'), 'started', t) >= (startedByTest.get(t) ?? 0)), 'the started events', 10_000);
       // A settled fleet: watch a window of three intervals.
       await delay(2 * CYCLE_MS);
       const from = sim.requests.length;
@@ -215,7 +222,7 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
       assert.ok(gap.ms <= bound + 1000, `${gap.token} unpolled for ${gap.ms} ms after the kill (bound ${bound} ms)`);
       const double = longestDoublePolling(arrivals(sim, from, 'GET'), RUN_GAP_MS);
       assert.ok(double.ms <= 0, `${double.token} polled by replicas ${double.replicas.join(' and ')} at once for ${double.ms} ms`);
-      await until(() => WATCHED.every((t) => countOf(fleet.outputs('recW'), 'ended', t) === (endedByTest.get(t) ?? 0)), 'the ended events', 10_000);
+      await until(() => WATCHED.every((t) => countOf(fleet.outputs('recW'), 'ended', t) >= (endedByTest.get(t) ?? 0)), 'the ended events', 10_000);
       checkEvents();
     });
 
@@ -252,5 +259,75 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
       for (let i = 0; i < N; i++) assert.match(fleet.log(i), /Coordinate replicas: Redis answers again/, `replica ${i} said Redis is back`);
       checkEvents();
     });
+  });
+});
+
+/** GET / of an editor: its status code, or 0 when nothing answers. */
+function editorStatus(port: number): Promise<number> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/', timeout: 5000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+describe('npm start -- --replicas 2', function () {
+  this.timeout(120_000);
+
+  it('starts a Redis, the simulator and two Node-RED replicas whose editors answer, the demo coordinated through that Redis; Ctrl-C stops all', async function () {
+    requireRedis(this);
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-start-replicas-'));
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), SIM_PORT: String(await freePort()), CHARGING_DATA_DIR: dataDir };
+    delete env.CHARGING_COORDINATION;
+    const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'scripts', 'start.js'), '--replicas', '2'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    let redis: Redis | null = null;
+    let redisPort = 0;
+    try {
+      await until(() => (out.match(/^\[replica-\d\] .*Started flows/gm) ?? []).length === 2 || child.exitCode !== null, 'both replicas to start', 60_000);
+      assert.equal(child.exitCode, null, out);
+      assert.deepEqual(await Promise.all([editorStatus(port), editorStatus(port + 1)]), [200, 200], 'both editors answer');
+      for (const i of [1, 2]) assert.ok(fs.existsSync(path.join(dataDir, `replica-${i}`, 'flows.json')), `replica-${i} has its own user dir`);
+      // The demo's watch node opens its configuration's fleet: both replicas join it in that Redis.
+      const url = /^Redis: +(redis:\/\/127\.0\.0\.1:\d+)/m.exec(out)?.[1];
+      assert.ok(url, out);
+      redisPort = Number(new URL(url).port);
+      redis = new Redis(url, { maxRetriesPerRequest: 1 });
+      // Processes, not members: each configuration of the demo (three, one fleet key) joins as a member of its own.
+      const members = async () => {
+        const pids = new Set<number>();
+        for (const k of await (redis as Redis).keys('chargectl:*:replicas:info')) {
+          for (const v of Object.values(await (redis as Redis).hgetall(k))) pids.add((JSON.parse(v) as { pid: number }).pid);
+        }
+        return pids.size;
+      };
+      let seen = 0;
+      const end = Date.now() + 30_000;
+      while ((seen = await members()) < 2 && Date.now() < end) await delay(200);
+      assert.equal(seen, 2, `two replica processes in the fleet:\n${out.slice(-3000)}`);
+      assert.doesNotMatch(out, /Unhandled|uncaughtException|\[error\]/);
+    } finally {
+      redis?.disconnect();
+      const exited = new Promise<number | null>((r) => (child.exitCode !== null ? r(child.exitCode) : child.once('exit', (code) => r(code))));
+      child.kill('SIGINT');
+      const code = await exited;
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      assert.equal(code, 0, out.slice(-3000));
+    }
+    assert.deepEqual(await Promise.all([editorStatus(port), editorStatus(port + 1)]), [0, 0], 'both editors stopped');
+    const redisGone = await new Promise<boolean>((resolve) => {
+      const s = net.connect(redisPort, '127.0.0.1', () => {
+        s.destroy();
+        resolve(false);
+      });
+      s.on('error', () => resolve(true));
+    });
+    assert.ok(redisGone, 'its redis-server stopped');
   });
 });
