@@ -36,7 +36,7 @@ export interface Output {
   at: number;
   topic?: string;
   event?: string;
-  fleet?: { role?: string; sentBy?: string };
+  fleet?: { role?: string; sentBy?: string; replica?: string };
   statusCode?: number;
   /** the record's (or the ended session's) transaction */
   tx?: string;
