@@ -263,20 +263,23 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
     it('kill -9 of a replica: its tokens taken over within lease + 2 cycles (+ an interval to poll), no event repeated, no ended lost', async () => {
       const victim = 2;
       const mine = WATCHED.filter((t) => owner.get(t) === victim);
-      const others = WATCHED.filter((t) => owner.get(t) !== victim);
+      // Tokens with no session yet, the victim's and the others', for sessions started around the kill.
+      const idleMine = mine.filter((t) => !sim.session(t));
+      const idleOthers = WATCHED.filter((t) => owner.get(t) !== victim && !sim.session(t));
       // Sessions that start and end around the kill, on the victim's tokens and on others'.
-      for (const t of [...mine.slice(20, 25), ...others.slice(20, 23)]) await startSession(t, `k-${t}`);
+      for (const t of [...idleMine.slice(0, 5), ...idleOthers.slice(0, 3)]) await startSession(t, `k-${t}`);
       const toStop = WATCHED.slice(0, 20).filter((t) => sim.session(t));
       await delay(INTERVAL_MS / 2);
       const from = sim.requests.length;
       const killedAt = Date.now();
       await fleet.kill(victim);
       for (const t of toStop.slice(0, 10)) await stopSession(t);
-      for (const t of mine.slice(25, 30)) await startSession(t, `k-${t}`);
+      for (const t of idleMine.slice(5, 10)) await startSession(t, `k-${t}`);
       const bound = LEASE_MS + 2 * CYCLE_MS + INTERVAL_MS;
       await delay(bound + 2 * INTERVAL_MS);
       const after = arrivals(sim, from, 'GET').filter((a) => a.at >= killedAt);
-      assert.ok(after.every((a) => a.replica !== victim), 'nothing from the dead replica');
+      // (a poll already on its way when the kill came may land just after it)
+      assert.ok(after.every((a) => a.replica !== victim || a.at < killedAt + 100), 'nothing from the dead replica');
       const gap = longestGap(after, mine, killedAt, Date.now());
       // Generous on a shared machine: the bound, plus a second for the noise of three Node-REDs on two cores.
       assert.ok(gap.ms <= bound + 1000, `${gap.token} unpolled for ${gap.ms} ms after the kill (bound ${bound} ms)`);
@@ -290,6 +293,8 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
       const victim = 2;
       const from = sim.requests.length;
       await fleet.start(victim);
+      // As a flow that sets its watch list at start would (the list is the fleet's: this adds nothing new).
+      await fleet.inject(victim, 'watch-in', [{ p: 'payload', v: JSON.stringify(WATCHED), vt: 'json' }, { p: 'topic', v: 'watch', vt: 'str' }]);
       await until(() => arrivals(sim, from, 'GET').some((a) => a.replica === victim), 'the replica polling again', 20_000);
       await delay(2 * INTERVAL_MS);
       const recent = arrivals(sim, sim.requests.length - 200, 'GET');
