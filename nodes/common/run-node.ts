@@ -40,7 +40,7 @@ export class NodeLifecycle {
   readonly board: StatusBoard;
   private readonly controller = new AbortController();
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly cleanups: Array<(removed: boolean) => void> = [];
+  private readonly cleanups: Array<(removed: boolean) => void | Promise<void>> = [];
   /** the last warning text shown per key */
   private readonly warned = new Map<string, string>();
   private closed = false;
@@ -85,7 +85,8 @@ export class NodeLifecycle {
   }
 
   /** Work to do when the node closes (besides aborting its requests and clearing its badge). */
-  onClose(cleanup: (removed: boolean) => void): void {
+  /** A cleanup that returns a promise (leases given back) is waited for, within the close grace. */
+  onClose(cleanup: (removed: boolean) => void | Promise<void>): void {
     this.cleanups.push(cleanup);
   }
 
@@ -175,9 +176,11 @@ export class NodeLifecycle {
     this.closed = true;
     this.controller.abort();
     this.board.close();
+    const pending: Array<Promise<unknown>> = [];
     for (const c of this.cleanups) {
       try {
-        c(removed);
+        const p = c(removed);
+        if (p) pending.push(p.catch(() => undefined));
       } catch {
         // closing goes on
       }
@@ -192,6 +195,6 @@ export class NodeLifecycle {
     };
     const timer = setTimeout(finish, CLOSE_GRACE_MS);
     timer.unref?.();
-    void Promise.allSettled([...this.inFlight]).then(finish);
+    void Promise.allSettled([...this.inFlight, ...pending]).then(finish);
   }
 }

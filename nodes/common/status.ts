@@ -49,6 +49,8 @@ export const STATUS_KEYS = [
   'stopNotConfirmed',
   'stoppingAttempt',
   'sentByReplica',
+  'fleetDown',
+  'watchingFleet',
   'watching',
   'watchingEnergy',
   'watchingEvent',

@@ -15,6 +15,7 @@ import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, Status, WATCH_STATUS_GAP_MS } from './status';
 import { KeptToken, WatchStore } from './watch-store';
+import { FleetWatchLink } from './watch-fleet';
 
 export interface WatchConfig {
   service: string;
@@ -37,6 +38,8 @@ export class WatchMode {
     private readonly life: NodeLifecycle,
     private readonly store: WatchStore,
     private readonly budget: { client: Pick<ServiceClient, 'setPollDemand' | 'pollStretch' | 'requestRate'>; intervalSec: number },
+    /** Coordinate replicas: the fleet's watch list and leases; null without coordination */
+    private readonly fleet: FleetWatchLink | null,
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
@@ -56,6 +59,8 @@ export class WatchMode {
       return null;
     }
     let mode: WatchMode | null = null;
+    const fleet = service.getFleet();
+    const link = fleet ? new FleetWatchLink(fleet, node.id, life) : null;
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
     const watcher = new SessionWatcher(
@@ -71,11 +76,13 @@ export class WatchMode {
           life.board.due();
           store.flushDue();
         },
+        ...link?.watcherOptions(),
       },
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
-    mode = new WatchMode(node, watcher, life, store, { client, intervalSec });
+    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, link);
+    link?.attach(watcher);
     life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
@@ -86,6 +93,7 @@ export class WatchMode {
       if (removed) store.clear(true);
       else store.flush();
       store.close();
+      return link?.close(removed);
     });
     return mode;
   }
@@ -93,7 +101,8 @@ export class WatchMode {
   /** msg.topic "watch" / "unwatch" with the token(s) in msg.payload ("*" or "all" unwatches every one). */
   command(topic: 'watch' | 'unwatch', payload: unknown): void {
     if (topic === 'unwatch' && (payload === '*' || payload === 'all')) {
-      this.watcher.unwatchAll();
+      if (this.fleet) this.fleet.unwatchAll();
+      else this.watcher.unwatchAll();
       this.store.clear();
     } else {
       const tokens = tokensFrom(payload);
@@ -101,10 +110,12 @@ export class WatchMode {
         throw new ChargingError('MISSING_FIELD', `msg.payload must name the token(s) to ${topic}: a string, {token}, a progress record or an array of these`, { field: 'token' });
       }
       if (topic === 'watch') {
-        this.watcher.watch(tokens);
+        if (this.fleet) this.fleet.watch(tokens);
+        else this.watcher.watch(tokens);
         this.store.added(tokens);
       } else {
-        this.watcher.unwatch(tokens);
+        if (this.fleet) this.fleet.unwatch(tokens);
+        else this.watcher.unwatch(tokens);
         this.store.removed(tokens);
       }
     }
@@ -149,7 +160,11 @@ export class WatchMode {
       else if (!valid.has(token)) stale.push(token);
     }
     this.store.removed(stale);
-    this.watcher.watch(valid, (token) => kept.get(token)?.state);
+    if (this.fleet) {
+      // The fleet's list and states decide; the local ones only seed a token Redis holds nothing for.
+      this.fleet.seed((token) => kept.get(token)?.state);
+      this.fleet.watch([...valid]);
+    } else this.watcher.watch(valid, (token) => kept.get(token)?.state);
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
     this.demand();
   }

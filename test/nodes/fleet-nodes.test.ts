@@ -8,13 +8,16 @@ import assert from 'node:assert/strict';
 import { SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
 import type { ChargingServiceSimulator } from '../../simulator/simulator';
 import { RedisServer, requireRedis } from '../redis-server';
-import { assertNoSecret, attachSinks, CLIENT_ID, CLIENT_SECRET, helper, loggedText, NODES, runtimeSuite, send, Sink, statusCalls, type FlowNode } from '../harness';
+import { assertNoSecret, attachSinks, CLIENT_ID, CLIENT_SECRET, clientFor, helper, loggedText, NODES, runtimeSuite, send, Sink, statusCalls, until, type FlowNode } from '../harness';
+import { Fleet } from '../../nodes/lib/fleet/fleet';
+import type { SavedState } from '../../nodes/lib/session/watcher';
+import { startCommand, stopCommand } from '../../nodes/lib/session/commands';
 
 const FLEET = { cycleMs: 150, leaseMs: 600 };
 const REDIS_PASSWORD = 'redis-Pa55-word';
 
 describe('Coordinate replicas in the runtime (two configurations as two replicas)', function () {
-  const rt = runtimeSuite({}, { chargingSession: { fleet: FLEET } });
+  const rt = runtimeSuite({ startDelayMs: 100, stopDelayMs: 100 }, { chargingSession: { fleet: FLEET, minPollIntervalSec: 0.1 } });
   let redis: RedisServer;
   let n = 0;
   before(async function () {
@@ -117,5 +120,49 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
     assert.ok(most <= 3, `at most limit + 1 = 3 in any second, saw ${most}`);
     // Each replica alone would allow 2/s, 4/s together: the fleet's spacing makes 12 queries take about 5.5 s.
     assert.ok(Math.max(...times) - Math.min(...times) >= 4500, `spread over ${Math.max(...times) - Math.min(...times)} ms`);
+  });
+
+  it('watch mode: a token leased by another replica is not polled here; when it leaves, its tokens are taken over from the committed state: no started again, each ended once', async () => {
+    const tokens = ['W-1', 'W-2', 'W-3', 'W-4', 'W-5', 'W-6'];
+    const client = clientFor(rt.sim);
+    for (const t of tokens) await client.sendCommand(startCommand({ locationId: 'L', evseId: t, token: t }));
+    await until(() => tokens.every((t) => (rt.sim.session(t)?.startedAt ?? Infinity) <= Date.now()), 'the sessions to start');
+    const fleetKey = `rt-${process.pid}-${++n}`;
+    // Replica B: a Fleet in the test, on the watch node's scope (its id); it polls nothing, and commits what it "saw".
+    const other = new Fleet({ url: redis.url, fleetKey, ...FLEET });
+    const committed: string[] = [];
+    const ownB = other.ownership<SavedState>('w', {
+      onChange: (c) => {
+        for (const a of c.acquired) {
+          const tx = rt.sim.session(a.token)?.transactionId ?? null;
+          void ownB.commit(a.token, { transactionId: tx, meterEnd: null, session: null }).then((r) => r.ok && committed.push(a.token));
+        }
+      },
+    });
+    try {
+      const svc = { id: 'svc', type: 'charging-service', name: 'replica A', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, timeout: 5, fleetKey };
+      const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc, { id: 'w', z: 'f1', type: 'charging-progress', service: 'svc', mode: 'watch', interval: 0.2, watchTokens: tokens.join(' '), wires: [['out']] }, { id: 'out', z: 'f1', type: 'helper' }];
+      await helper.load(NODES, flow, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: redis.url } });
+      attachSinks(flow);
+      const out = Sink.of('out');
+      const events = (kind: string) => out.messages.filter((m) => m.event === kind).map((m) => String(m.topic));
+      await until(() => committed.length > 0 && committed.length === ownB.owned().length && events('started').length + committed.length === tokens.length, 'each token started here or committed there', 10_000);
+      const theirs = [...committed];
+      const polled = (t: string) => rt.sim.requests.filter((r) => r.method === 'GET' && r.query.token === t).length;
+      for (const t of theirs) assert.equal(polled(t), 0, `${t} is leased by the other replica: never polled here`);
+      const startedHere = events('started');
+      assert.deepEqual([...startedHere].sort(), tokens.filter((t) => !theirs.includes(t)).sort());
+
+      await other.close(); // leases given back: this replica takes them over at its next cycle
+      await until(() => theirs.every((t) => polled(t) >= 2), 'the taken-over tokens polled here', 10_000);
+      for (const t of tokens) await client.sendCommand(stopCommand({ locationId: 'L', evseId: t, token: t, transactionId: String(rt.sim.session(t)?.transactionId) }));
+      await until(() => events('ended').length >= tokens.length, 'every session ended', 10_000);
+      await new Promise((r) => setTimeout(r, 600));
+      assert.deepEqual([...events('ended')].sort(), [...tokens].sort(), 'each ended exactly once');
+      assert.deepEqual(events('started'), startedHere, 'nothing started again after the takeover');
+    } finally {
+      await client.close();
+      await other.close();
+    }
   });
 });

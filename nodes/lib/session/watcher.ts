@@ -61,6 +61,20 @@ export interface WatcherOptions {
    * instead of arming timers of its own.
    */
   onTick?: () => void;
+  /**
+   * Coordinate replicas (docs/fleet.md): may this process poll the token now
+   * (it holds its lease)? Asked before every poll; a token it may not poll
+   * keeps its place in the round.
+   */
+  mayPoll?: (token: string) => boolean;
+  /**
+   * Coordinate replicas: keeps the state a poll changed where the fleet
+   * shares it, before that poll's events go out (commit, then emit). Resolves
+   * false when it could not (the lease was lost, Redis is away): the events
+   * are not emitted and the token's state goes back to the one last kept, so
+   * the replica that polls it next decides them again from there.
+   */
+  commit?: (token: string, state: SavedState | null) => Promise<boolean>;
 }
 
 /**
@@ -306,7 +320,7 @@ export class SessionWatcher {
       if (!this.live(entry)) continue;
       due--;
       this.queue.push(entry);
-      if (!entry.inFlight) this.pollOne(entry);
+      if (!entry.inFlight && (!this.options.mayPoll || this.options.mayPoll(entry.token))) this.pollOne(entry);
     }
     this.arm(fired, watchTickMs(intervalMs, this.entries.size, this.options.maxTickMs));
     const onTick = this.options.onTick;
@@ -328,8 +342,12 @@ export class SessionWatcher {
         if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
         entry.inFlight = false;
         const { seen, transactionId, meterEnd } = entry;
-        for (const e of this.observe(entry, record)) this.deliver(e);
-        if (this.live(entry) && (entry.seen !== seen || entry.transactionId !== transactionId || entry.meterEnd !== meterEnd)) this.save(entry);
+        const before = this.options.commit ? snapshot(entry) : null;
+        const events = this.observe(entry, record);
+        const changed = entry.seen !== seen || entry.transactionId !== transactionId || entry.meterEnd !== meterEnd;
+        if (before && changed) return this.commitThenEmit(entry, before, events);
+        for (const e of events) this.deliver(e);
+        if (this.live(entry) && changed) this.save(entry);
       },
       (err: unknown) => {
         entry.inFlight = false;
@@ -357,10 +375,36 @@ export class SessionWatcher {
     const timer = setTimeout(() => {
       this.confirmTimers.delete(timer);
       if (this.closed || this.entries.get(entry.token) !== entry) return void (entry.inFlight = false);
+      // The lease may have gone meanwhile: the new owner confirms the end itself.
+      if (this.options.mayPoll && !this.options.mayPoll(entry.token)) return void (entry.inFlight = false);
       this.pollOne(entry, true);
     }, pauseMs);
     timer.unref?.();
     this.confirmTimers.add(timer);
+  }
+
+  /**
+   * Coordinate replicas: the changed state is committed to the fleet first;
+   * only a committed change is emitted (and kept locally). The entry stays in
+   * flight meanwhile, so the schedule does not poll it again on top.
+   */
+  private commitThenEmit(entry: Entry, before: EntrySnapshot, events: WatchEvent[]): void {
+    entry.inFlight = true;
+    const state: SavedState | null = entry.seen ? { transactionId: entry.transactionId, meterEnd: entry.meterEnd, session: entry.last && { ...entry.last } } : null;
+    (this.options.commit as (token: string, state: SavedState | null) => Promise<boolean>)(entry.token, state).then(
+      (ok) => {
+        entry.inFlight = false;
+        if (!this.live(entry)) return;
+        if (!ok) return restore(entry, before);
+        for (const e of events) this.deliver(e);
+        this.save(entry);
+      },
+      (err: unknown) => {
+        entry.inFlight = false;
+        if (this.live(entry)) restore(entry, before);
+        this.report(entry.token, new ChargingError('INTERNAL', `Could not keep the state of ${entry.token} in the fleet: ${(err as Error)?.message ?? String(err)}`));
+      },
+    );
   }
 
   /** A listener that throws must not become an unhandled rejection (that would stop Node-RED). */
@@ -508,6 +552,21 @@ export class SessionWatcher {
     const kw = (kwhNow - s[1]) / ((at - s[0]) / 3_600_000);
     return kw >= 0 && Number.isFinite(kw) ? Math.round(kw * 100) / 100 : null;
   }
+}
+
+/** What decides an entry's next event, copied before a poll whose change must be committed first. */
+type EntrySnapshot = Pick<Entry, 'seen' | 'transactionId' | 'meterEnd' | 'last' | 'samples'>;
+
+function snapshot(e: Entry): EntrySnapshot {
+  return { seen: e.seen, transactionId: e.transactionId, meterEnd: e.meterEnd, last: e.last && { ...e.last }, samples: e.samples && [...e.samples] };
+}
+
+function restore(e: Entry, s: EntrySnapshot): void {
+  e.seen = s.seen;
+  e.transactionId = s.transactionId;
+  e.meterEnd = s.meterEnd;
+  e.last = s.last;
+  e.samples = s.samples;
 }
 
 /** Two arrays of the same items (the warnings: a new, usually empty, list on every poll). */

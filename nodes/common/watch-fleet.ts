@@ -1,0 +1,96 @@
+/**
+ * Watch mode with *Coordinate replicas* (issue 35 item 3, docs/fleet.md "The
+ * watcher protocol"): the watch list is the fleet's (in Redis), each token is
+ * polled by the one replica that holds its lease, and a poll's change is
+ * committed to the fleet before its events go out, so that a replica taking
+ * a token over emits nothing that was already emitted and loses no `ended`.
+ * The watcher's schedule asks mayPoll and commit (WatcherOptions); this link
+ * turns the ownership's gains and losses into watch and unwatch.
+ */
+import type { Fleet } from '../lib/fleet/fleet';
+import type { WatchOwnership } from '../lib/fleet/ownership';
+import type { SavedState, SessionWatcher, WatcherOptions } from '../lib/session/watcher';
+import type { NodeLifecycle } from './run-node';
+import { Status } from './status';
+
+export class FleetWatchLink {
+  private readonly own: WatchOwnership<SavedState>;
+  private watcher: SessionWatcher | null = null;
+  /** states kept locally (the context store): a seed only when Redis holds nothing for a token (it lost its data) */
+  private local: (token: string) => SavedState | undefined = () => undefined;
+  private readonly offHealth: () => void;
+
+  constructor(
+    private readonly fleet: Fleet,
+    private readonly scope: string,
+    private readonly life: NodeLifecycle,
+  ) {
+    this.own = fleet.ownership<SavedState>(scope, {
+      onChange: (change) => {
+        const w = this.watcher;
+        if (!w) return;
+        if (change.released.length > 0) w.unwatch(change.released.map((r) => r.token));
+        if (change.acquired.length > 0) {
+          const saved = new Map(change.acquired.map((a) => [a.token, a.saved]));
+          w.watch(saved.keys(), (t) => {
+            const s = saved.get(t);
+            return s ? (s.state ?? undefined) : this.local(t);
+          });
+        }
+        this.showCount();
+      },
+      onError: (err) => life.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
+    });
+    this.offHealth = fleet.onHealth((h) => {
+      if (!h.up) life.board.set(Status.warn('fleetDown', { count: this.watcher?.size ?? 0 }));
+      else this.showCount();
+    });
+  }
+
+  /** What the watcher asks before each poll and after each change. */
+  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit'> {
+    return {
+      mayPoll: (token) => this.own.mayPoll(token),
+      commit: (token, state) => this.own.commit(token, state).then((r) => r.ok),
+    };
+  }
+
+  /** The watcher that polls what this replica owns: told of every gain and loss from now on. */
+  attach(watcher: SessionWatcher): void {
+    this.watcher = watcher;
+  }
+
+  /** The states kept locally, once the context store has loaded them. */
+  seed(local: (token: string) => SavedState | undefined): void {
+    this.local = local;
+  }
+
+  /** Adds tokens to the fleet's list: the replica that owns each polls it (maybe this one, from its next cycle). */
+  watch(tokens: string[]): void {
+    this.own.watch(tokens).catch((err: unknown) => this.life.report(err));
+  }
+
+  unwatch(tokens: string[]): void {
+    this.watcher?.unwatch(tokens);
+    this.own.unwatch(tokens).catch((err: unknown) => this.life.report(err));
+  }
+
+  unwatchAll(): void {
+    this.unwatch(this.own.watched());
+  }
+
+  get total(): number {
+    return this.own.watched().length;
+  }
+
+  /** On close: leases given back at once (the others take over at their next cycle); a removed node's list is dropped from the fleet. */
+  async close(removed: boolean): Promise<void> {
+    this.offHealth();
+    if (removed) await this.own.unwatch(this.own.watched()).catch(() => undefined);
+    await this.fleet.closeOwnership(this.scope);
+  }
+
+  private showCount(): void {
+    if (this.fleet.health.up) this.life.board.set(Status.ok('watchingFleet', { count: this.watcher?.size ?? 0, total: this.total }));
+  }
+}
