@@ -17,6 +17,7 @@ import type { ChargingError } from '../lib/errors';
 import { positiveNumber } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
 import { ContextControlStore } from './control-store';
+import { FleetControlLink } from './control-fleet';
 import type { NodeLifecycle } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';
@@ -123,6 +124,8 @@ export class ControlMode {
     private readonly book: ControlBook,
     private readonly client: () => ServiceClient,
     private readonly checkSec: number,
+    /** Coordinate replicas: leases, the fleet's memory and wishes; null without coordination */
+    private readonly fleet: FleetControlLink | null = null,
   ) {}
 
   /**
@@ -142,6 +145,7 @@ export class ControlMode {
       // no configuration: every message says so (CONFIG), nothing is sent
     }
     let mode: ControlMode | null = null;
+    const link = fleetLink(RED, config, node, life);
     const deps: ControlDeps = {
       poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
       send: (command) => client().sendCommand(command, { signal: life.signal }),
@@ -152,12 +156,14 @@ export class ControlMode {
       onState: (snapshot, changed) => mode?.onState(snapshot, changed),
       onError: (t, err) => life.report(err, t.token ? { topic: t.token, target: { ...t } } as NodeMessage : undefined),
       track: (work) => life.track(work),
+      ...link?.deps(),
     };
-    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000);
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, link);
     const m = mode;
+    link?.attach(m.book);
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     void m.book.whenReady().then(() => m.demand());
-    life.onClose((removed) => m.close(removed, deps.store as ContextControlStore));
+    life.onClose((removed) => m.close(removed, deps.store));
     return mode;
   }
 
@@ -167,6 +173,8 @@ export class ControlMode {
    * itself); rejects with that check's failure.
    */
   async want(target: ControlTarget, wanted: boolean, opts: { force?: boolean; restart?: boolean }): Promise<void> {
+    // Coordinate replicas: the wish goes to the fleet; the holder checks (and reports to Catch) by itself.
+    if (this.fleet) return this.fleet.want(target, wanted, opts);
     const check = this.book.want(target, wanted, opts);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => {
@@ -210,7 +218,7 @@ export class ControlMode {
     }
   }
 
-  private close(removed: boolean, store: ContextControlStore): void {
+  private close(removed: boolean, store: ControlDeps['store']): Promise<void> | undefined {
     this.book.close();
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
@@ -219,6 +227,18 @@ export class ControlMode {
     } catch {
       // the configuration is gone too
     }
-    if (removed) void store.clear().catch(() => undefined);
+    if (this.fleet) return this.fleet.close(removed);
+    if (removed && store instanceof ContextControlStore) void store.clear().catch(() => undefined);
+    return undefined;
+  }
+}
+
+/** The fleet's side of a control node when its configuration coordinates replicas, else null. */
+function fleetLink(RED: NodeAPI, config: ControlConfig, node: Node, life: NodeLifecycle): FleetControlLink | null {
+  try {
+    const fleet = getService(RED, config.service).getFleet();
+    return fleet ? new FleetControlLink(fleet, node.id, life) : null;
+  } catch {
+    return null; // no configuration: every message says so
   }
 }

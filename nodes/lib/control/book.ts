@@ -4,7 +4,7 @@
  * store when the node starts (a redeploy, a restart).
  */
 import { ChargingError } from '../errors';
-import { emptyMemory, fromKept, type ControlSettings } from './memory';
+import { emptyMemory, fromKept, type ControlMemory, type ControlSettings } from './memory';
 import type { WishOptions } from './reconcile';
 import { TargetController, type ControlDeps } from './controller';
 import { targetKey, type ControlTarget } from './view';
@@ -56,6 +56,31 @@ export class ControlBook {
       this.targets.set(key, control);
     }
     return control.want(wanted, opts);
+  }
+
+  /**
+   * Coordinate replicas: this replica now holds the target (its lease), and
+   * takes it up from the memory the fleet kept (null: none yet), checking at
+   * once. A controller it had is replaced: the fleet's memory is the latest.
+   */
+  adopt(target: ControlTarget, memory: ControlMemory | null): void {
+    if (this.closed) return;
+    const key = targetKey(target);
+    this.targets.get(key)?.close();
+    const control = new TargetController(target, memory ?? emptyMemory(), this.settings, this.deps);
+    this.targets.set(key, control);
+    void control.check('command').then((err) => err && this.deps.onError(control.target, err));
+  }
+
+  /** Coordinate replicas: another replica holds the target now; this one forgets it (the fleet keeps its memory). */
+  drop(key: string): void {
+    this.targets.get(key)?.close();
+    this.targets.delete(key);
+  }
+
+  /** The controller of a target this replica holds, if any. */
+  get(key: string): TargetController | undefined {
+    return this.targets.get(key);
   }
 
   close(): void {

@@ -37,6 +37,18 @@ export interface ControlDeps {
   onState(snapshot: ControlSnapshot, changed: boolean): void;
   /** a failure found by a check nobody waits for (a timer's), once per streak of the same failure */
   onError(target: ControlTarget, err: ChargingError): void;
+  /**
+   * Coordinate replicas: true while another replica holds the target (its
+   * lease): this one then neither reads progress nor reports, and looks again
+   * at the confirm pace, so that it takes over quickly. Default: never.
+   */
+  passive?(target: ControlTarget): boolean;
+  /**
+   * Coordinate replicas: the latest wish for the target sent to any replica
+   * (a number that grows with each); read at the start of every check by the
+   * holder, applied when newer than the last one applied here.
+   */
+  pullWish?(target: ControlTarget): Promise<{ seq: number; wanted: boolean; force?: boolean; restart?: boolean } | null>;
   /** every check, so that closing can wait for one on the wire */
   track?(work: Promise<unknown>): void;
   derive?: DeriveOptions;
@@ -80,6 +92,8 @@ export class TargetController {
   private savedText = '';
   private errorShape: string | null = null;
   private last: ControlSnapshot | null = null;
+  /** the last fleet wish applied here (see ControlDeps.pullWish) */
+  private wishSeq = 0;
 
   constructor(
     readonly target: ControlTarget,
@@ -135,8 +149,10 @@ export class TargetController {
   private async pass(priority: CheckPriority): Promise<Result> {
     this.cancelTimer?.();
     this.cancelTimer = null;
+    if (this.deps.passive?.(this.target)) return void this.schedule(this.s.confirmMs);
     let record: ProgressRecord | null;
     try {
+      if (this.deps.pullWish) await this.pullWish(this.deps.pullWish);
       record = await this.deps.poll(this.target, priority);
     } catch (err) {
       return this.failed(asError(err));
@@ -154,6 +170,14 @@ export class TargetController {
     this.schedule(decision.nextMs);
     this.errorShape = error ? shape(error) : null;
     return error;
+  }
+
+  /** A wish sent to another replica of the fleet: applied as if it came here (and written down before anything is sent). */
+  private async pullWish(pull: NonNullable<ControlDeps['pullWish']>): Promise<void> {
+    const wish = await pull(this.target);
+    if (!wish || wish.seq <= this.wishSeq) return;
+    this.wishSeq = wish.seq;
+    if (applyWish(this.m, wish.wanted, { force: wish.force, restart: wish.restart })) await this.save();
   }
 
   /** Sends the decided command: written down first, undone if it surely was not sent. */

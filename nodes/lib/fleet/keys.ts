@@ -85,6 +85,11 @@ export class FleetKeys {
     return `${this.prefix}cmd:${digest}`;
   }
 
+  /** charging-control's wishes of one node (scope): hash target key -> "<seq>:<JSON>", and "#seq" (the counter) */
+  controlWishes(scope: string): string {
+    return `${this.prefix}c:${digestOf(['control', scope]).slice(0, 16)}:wish`;
+  }
+
   /** the keys of one watch scope (a watch node: the same id on every replica) */
   scope(scope: string): ScopeKeys {
     const id = digestOf(['scope', scope]).slice(0, 16);

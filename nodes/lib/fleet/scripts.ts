@@ -184,3 +184,11 @@ if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. '\\n' then return 0 end
 redis.call('SET', KEYS[1], ARGV[1] .. '\\n' .. ARGV[2], 'PX', ARGV[3])
 return 1`,
 );
+
+/** charging-control: a wish under the next sequence number of the node's wishes (control-share.ts). */
+export const POST_WISH = new Script(
+  'postWish',
+  `local seq = redis.call('HINCRBY', KEYS[1], '#seq', 1)
+redis.call('HSET', KEYS[1], ARGV[1], seq .. ':' .. ARGV[2])
+return seq`,
+);

@@ -1,0 +1,131 @@
+/**
+ * charging-control across replicas (issue 35 item 5): two replicas (each a
+ * Fleet, a ControlBook and the node's FleetControlLink, as two Node-RED
+ * processes run them) on one control node's scope, against the simulator
+ * and a real Redis. Only the target's holder sends; a wish that reaches
+ * every replica is one wish; a hand-over takes the memory (the guard's
+ * clock) with it.
+ */
+import assert from 'node:assert/strict';
+import { ControlBook } from '../../../nodes/lib/control/book';
+import type { ControlDeps, ControlSnapshot } from '../../../nodes/lib/control/controller';
+import type { ControlSettings } from '../../../nodes/lib/control/memory';
+import type { ControlTarget } from '../../../nodes/lib/control/view';
+import type { Fleet } from '../../../nodes/lib/fleet/fleet';
+import type { ServiceClient } from '../../../nodes/lib/client/service-client';
+import { monotonicNow } from '../../../nodes/lib/clock';
+import { FleetControlLink } from '../../../nodes/common/control-fleet';
+import type { NodeLifecycle } from '../../../nodes/common/run-node';
+import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
+import { clientFor, startSimulator, until } from '../../harness';
+import { fleetSuite } from './fleet-fixture';
+
+const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false };
+const TARGET: ControlTarget = { locationId: 'LOC-C', evseId: '1', token: 'RFID-CTL' };
+
+interface Replica {
+  fleet: Fleet;
+  link: FleetControlLink;
+  book: ControlBook;
+  states: ControlSnapshot[];
+  errors: string[];
+}
+
+describe('charging-control across replicas: one holder per target (real Redis, simulator)', function () {
+  const suite = fleetSuite();
+  let sim: ChargingServiceSimulator;
+  let client: ServiceClient;
+  const replicas: Replica[] = [];
+  beforeEach(async () => {
+    sim = await startSimulator({ startDelayMs: 50, stopDelayMs: 50 });
+    client = clientFor(sim, { timeoutMs: 3000 });
+  });
+  afterEach(async () => {
+    for (const r of replicas.splice(0)) {
+      r.book.close();
+      await r.link.close(false);
+    }
+    await client.close();
+    await sim.stop();
+  });
+
+  function replica(): Replica {
+    const fleet = suite.replica();
+    const errors: string[] = [];
+    const life = { warnOnce: (_k: string, t: string) => errors.push(t), report: (e: unknown) => errors.push(String(e)) } as unknown as NodeLifecycle;
+    const link = new FleetControlLink(fleet, 'control-node-1', life);
+    const states: ControlSnapshot[] = [];
+    const deps: ControlDeps = {
+      poll: (t) => client.getProgress(t.token).then((r) => r.record),
+      send: (c) => client.sendCommand(c),
+      clock: {
+        now: monotonicNow,
+        wall: () => Date.now(),
+        after(ms, fn) {
+          const t = setTimeout(fn, ms);
+          return () => clearTimeout(t);
+        },
+      },
+      onState: (s) => states.push(s),
+      onError: (_t, e) => errors.push(e.message),
+      ...link.deps(),
+    };
+    const book = new ControlBook(SETTINGS, deps);
+    link.attach(book);
+    const r = { fleet, link, book, states, errors };
+    replicas.push(r);
+    return r;
+  }
+
+  const posts = (action: string) => sim.requests.filter((q) => q.method === 'POST' && q.path.startsWith(SESSIONS_PATH) && q.body.includes(`"${action}"`)).length;
+  const holder = (rs: Replica[]) => rs.filter((r) => r.book.get(JSON.stringify([TARGET.locationId, TARGET.evseId, TARGET.token])) !== undefined);
+
+  it('a wish sent to every replica is one wish: one START, the state reported by the holder alone', async () => {
+    const rs = [replica(), replica()];
+    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));
+    await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
+    await new Promise((r) => setTimeout(r, 700)); // a few more checks on both
+    assert.equal(posts('START'), 1);
+    assert.equal(holder(rs).length, 1, 'one replica holds the target');
+    const [other] = rs.filter((r) => !holder(rs).includes(r));
+    assert.equal(other.states.length, 0, 'the other replica neither checks nor reports');
+  });
+
+  it('a wish that reaches only the replica without the lease is carried out by the holder', async () => {
+    const rs = [replica(), replica()];
+    // The target joins the fleet's list through one wish; then the other replica alone gets "on".
+    // Both replicas in the scope first: the holder found below is then the one rendezvous hashing keeps.
+    await rs[0].link.want(TARGET, false, {});
+    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2) && holder(rs).length === 1, 'both replicas in the scope, and a holder', 5_000);
+    const [h] = holder(rs);
+    const [notHolder] = rs.filter((r) => r !== h);
+    const reportedBefore = notHolder.states.length; // it may have held the target before the other joined
+    await notHolder.link.want(TARGET, true, {});
+    await until(() => h.states.some((s) => s.state === 'charging'), 'the holder charging', 8_000).catch((e) => {
+      console.log(JSON.stringify(rs.map((r) => ({ states: r.states.map((s) => [s.state, s.wanted, s.reason]), errors: r.errors }))), posts('START'));
+      throw e;
+    });
+    assert.equal(posts('START'), 1);
+    assert.equal(notHolder.states.length, reportedBefore, 'nothing reported by the replica without the lease');
+  });
+
+  it('a hand-over takes the memory along: the new holder keeps the guard after the STOP its predecessor sent, and sends nothing twice', async () => {
+    const rs = [replica(), replica()];
+    await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));
+    await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
+    await Promise.all(rs.map((r) => r.link.want(TARGET, false, { force: true })));
+    await until(() => posts('STOP') === 1 && !sim.session(TARGET.token), 'stopped', 8_000);
+    const [first] = holder(rs);
+    const [second] = rs.filter((r) => r !== first);
+    // The holder leaves (a redeploy, a clean stop): the other takes the target over with its memory.
+    first.book.close();
+    await first.link.close(false);
+    replicas.splice(replicas.indexOf(first), 1);
+    await until(() => second.book.get(JSON.stringify([TARGET.locationId, TARGET.evseId, TARGET.token])) !== undefined, 'the take-over', 5_000);
+    await second.link.want(TARGET, true, {});
+    await until(() => second.states.some((s) => s.state === 'guard'), 'the guard on the new holder', 5_000);
+    assert.equal(posts('START'), 1, 'no START inside the guard kept by the predecessor');
+    assert.equal(posts('STOP'), 1);
+  });
+});
