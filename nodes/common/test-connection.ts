@@ -2,13 +2,15 @@
  * "Test connection" in the config dialog: POST /charging-service/test with the
  * values being edited. Behind the same permission as editing flows (as every
  * admin route of the Home Assistant nodes); answers ok or the reason, never the
- * token or the secret.
+ * token or the secret. With *Coordinate replicas* set, `redis` says whether
+ * Redis answers and lists the fleet's live replicas (fleet-test.ts).
  */
 import type { Node, NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
 import type { ConnectionReport } from '../lib/client/service-client';
 import { envReference } from '../lib/settings';
 import { clientOptions, Credentials, effectiveCredentials, ServiceSettings } from './service-options';
+import { checkRedis } from './fleet-test';
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
 
@@ -54,7 +56,11 @@ export function registerTestRoute(RED: NodeAPI): void {
       (storedSecret || storedKey) && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)
         ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
         : undefined;
-    void test(RED, body, { clientId, clientSecret, apiKey }, skipProbe).then((answer) => res.json(answer));
+    // Coordinate replicas: a URL typed, or the stored one behind "__PWRD__"; empty: Redis is not checked.
+    const typedRedis = typeof body.coordination === 'string' && body.coordination !== '__PWRD__';
+    const coordination = typedRedis ? (body.coordination as string).trim() : stored?.coordination;
+    const credentials = { clientId, clientSecret, apiKey, coordination };
+    void Promise.all([test(RED, body, credentials, skipProbe), coordination ? checkRedis(RED, body, credentials) : undefined]).then(([answer, redis]) => res.json(redis ? { ...answer, redis } : answer));
   });
 }
 
