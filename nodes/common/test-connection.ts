@@ -43,11 +43,7 @@ export function registerTestRoute(RED: NodeAPI): void {
     // A secret the user did not type (stored, or from the environment) only ever goes to the
     // token URL it was deployed with, or to one the environment names: otherwise the test would
     // let an editor user send a secret they cannot read to a host of their choosing.
-    if (!typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl)) {
-      const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
-      res.json({ ok: false, error, message: error });
-      return;
-    }
+    const refused = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl);
     // The token that stored secret buys is a live credential too: it goes only to the deployed base URL (or a `${NAME}` one).
     // So is a stored API key.
     const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
@@ -57,10 +53,13 @@ export function registerTestRoute(RED: NodeAPI): void {
         ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
         : undefined;
     // Coordinate replicas: a URL typed, or the stored one behind "__PWRD__"; empty: Redis is not checked.
+    // Redis is checked even when the service is not (the URL is its own credential and goes only to its own host).
     const typedRedis = typeof body.coordination === 'string' && body.coordination !== '__PWRD__';
     const coordination = typedRedis ? (body.coordination as string).trim() : stored?.coordination;
     const credentials = { clientId, clientSecret, apiKey, coordination };
-    void Promise.all([test(RED, body, credentials, skipProbe), coordination ? checkRedis(RED, body, credentials) : undefined]).then(([answer, redis]) => res.json(redis ? { ...answer, redis } : answer));
+    const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
+    const service = refused ? Promise.resolve({ ok: false as const, error, message: error }) : test(RED, body, credentials, skipProbe);
+    void Promise.all([service, coordination ? checkRedis(RED, body, credentials) : undefined]).then(([answer, redis]) => res.json(redis ? { ...answer, redis } : answer));
   });
 }
 

@@ -191,6 +191,15 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
       assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD)], 'the answer');
     });
 
+    it('Redis is checked even when the service is not (a stored secret is not sent to a token URL typed in the dialog)', async () => {
+      await load(rt.sim, [PROGRESS, ...SINKS], {}, creds(redis.url));
+      const res = await test({ id: 'svc', authUrl: 'https://elsewhere.example', clientSecret: '__PWRD__', coordination: '__PWRD__' });
+      assert.equal(res.body.ok, false);
+      assert.match(res.body.error, /Retype the client secret/);
+      assert.equal(res.body.redis.ok, true, res.body.redis.message);
+      assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD), CLIENT_SECRET], 'the answer');
+    });
+
     it('a wrong password, or none: a clear message, and the password typed is nowhere in the answer', async () => {
       await load(rt.sim, [PROGRESS, ...SINKS]);
       const wrong = 'Wr0ng-Redis-Pa55word';
