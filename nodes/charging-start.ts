@@ -1,5 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
-import { acceptedMessage, sendWhenConfirmed, WaitConfig } from './common/confirm';
+import { acceptedMessage, operationMs, sendWhenConfirmed, WaitConfig } from './common/confirm';
+import { sendOnce } from './common/fleet-commands';
 import { NodeLifecycle } from './common/run-node';
 import { formatEnergy, Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
@@ -21,18 +22,20 @@ export = function register(RED: NodeAPI): void {
     const readFields = fieldReader(RED, node, typedFields(config, FIELDS));
     new NodeLifecycle(RED, node).onInput(config.service, async (msg, ctx) => {
       const command = startCommand(resolveFields(FIELDS, await readFields(msg), msg.payload));
-      ctx.status(Status.requesting('starting'));
-      const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
-      const out = acceptedMessage(msg, { ...command }, res, 'START', ctx);
-      if (!config.wait) {
-        ctx.status(res.statusCode === 202 ? Status.ok('startAccepted') : Status.ok('startAcceptedStatus', { status: res.statusCode }));
-        return out;
-      }
-      return sendWhenConfirmed(out, command.token, started, 'START', config, ctx, (record) => {
-        const session = deriveSession(record ?? {}, ctx.service.deriveOptions);
-        out.session = session;
-        out.outcome = 'started';
-        return Status.ok('started', { transactionId: session.transactionId ?? '', energy: formatEnergy(session.energyKWh) });
+      return sendOnce(ctx, msg, command, operationMs(config), async () => {
+        ctx.status(Status.requesting('starting'));
+        const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
+        const out = acceptedMessage(msg, { ...command }, res, 'START', ctx);
+        if (!config.wait) {
+          ctx.status(res.statusCode === 202 ? Status.ok('startAccepted') : Status.ok('startAcceptedStatus', { status: res.statusCode }));
+          return out;
+        }
+        return sendWhenConfirmed(out, command.token, started, 'START', config, ctx, (record) => {
+          const session = deriveSession(record ?? {}, ctx.service.deriveOptions);
+          out.session = session;
+          out.outcome = 'started';
+          return Status.ok('started', { transactionId: session.transactionId ?? '', energy: formatEnergy(session.energyKWh) });
+        });
       });
     });
   }

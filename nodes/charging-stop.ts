@@ -1,5 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
-import { acceptedMessage, EnsureConfig, sendWhenConfirmed, sendWhenStopped } from './common/confirm';
+import { acceptedMessage, EnsureConfig, operationMs, sendWhenConfirmed, sendWhenStopped } from './common/confirm';
+import { sendOnce } from './common/fleet-commands';
 import { NodeLifecycle } from './common/run-node';
 import { Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
@@ -22,17 +23,19 @@ export = function register(RED: NodeAPI): void {
       const { command, cdrId } = await resolveStop(await readFields(msg), msg.payload, lookup, () => ctx.status(Status.requesting('lookingUp')));
       // The billing id rides along when the input was a record or the session was looked up: billing needs it after STOP.
       const payload = cdrId ? { ...command, cdrId } : { ...command };
-      if (config.ensure) return sendWhenStopped(msg, payload, command, config, ctx);
-      ctx.status(Status.requesting('stopping'));
-      const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
-      const out = acceptedMessage(msg, payload, res, 'STOP', ctx);
-      if (!config.wait) {
-        ctx.status(res.statusCode === 202 ? Status.ok('stopAccepted') : Status.ok('stopAcceptedStatus', { status: res.statusCode }));
-        return out;
-      }
-      return sendWhenConfirmed(out, command.token, ended(command.transactionId as string), 'STOP', config, ctx, () => {
-        out.outcome = 'ended';
-        return Status.ok('sessionEnded');
+      return sendOnce(ctx, msg, command, operationMs(config), async () => {
+        if (config.ensure) return sendWhenStopped(msg, payload, command, config, ctx);
+        ctx.status(Status.requesting('stopping'));
+        const res = await ctx.client.sendCommand(command, { signal: ctx.signal });
+        const out = acceptedMessage(msg, payload, res, 'STOP', ctx);
+        if (!config.wait) {
+          ctx.status(res.statusCode === 202 ? Status.ok('stopAccepted') : Status.ok('stopAcceptedStatus', { status: res.statusCode }));
+          return out;
+        }
+        return sendWhenConfirmed(out, command.token, ended(command.transactionId as string), 'STOP', config, ctx, () => {
+          out.outcome = 'ended';
+          return Status.ok('sessionEnded');
+        });
       });
     });
   }

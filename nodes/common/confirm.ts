@@ -72,6 +72,20 @@ export async function sendWhenConfirmed(
   }
 }
 
+/** A message's own budget (retries, queue, token): a command is answered within this (RetryPolicy.maxTotalMs and a margin). */
+const MESSAGE_MS = 35_000;
+
+/**
+ * The longest a START or STOP node's operation may take with these settings:
+ * the command, then the wait, or each STOP and wait of *make sure it ends*.
+ * A fleet's other replicas wait this long for its outcome (fleet-commands.ts).
+ */
+export function operationMs(config: EnsureConfig): number {
+  const waitMs = positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000;
+  if (config.ensure) return Math.round(positiveNumber(config.ensureAttempts, DEFAULT_ENSURE_ATTEMPTS, 1, 10)) * (MESSAGE_MS + waitMs);
+  return MESSAGE_MS + (config.wait ? waitMs : 0);
+}
+
 /** STOPs in all when "Make sure it ends" is on and the field is empty or out of range. */
 export const DEFAULT_ENSURE_ATTEMPTS = 3;
 

@@ -48,6 +48,7 @@ export const STATUS_KEYS = [
   'startNotConfirmed',
   'stopNotConfirmed',
   'stoppingAttempt',
+  'sentByReplica',
   'watching',
   'watchingEnergy',
   'watchingEvent',

@@ -81,6 +81,19 @@ export class ChargingError extends Error {
     return this.message;
   }
 
+  /** An error as toJSON() gave it (from another replica, through Redis); an unknown code reads INTERNAL. */
+  static fromJSON(data: Record<string, unknown>, note = ''): ChargingError {
+    const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+    const code = str(data.code) ?? 'INTERNAL';
+    return new ChargingError(code as ChargingErrorCode, `${str(data.message) ?? 'failed'}${note}`, {
+      statusCode: typeof data.statusCode === 'number' ? data.statusCode : undefined,
+      serviceMessage: str(data.serviceMessage),
+      outcomeUnknown: data.outcomeUnknown === true,
+      field: str(data.field),
+      cause: str(data.cause),
+    });
+  }
+
   /** What lands in msg.error and in Node-RED's log: plain data, nothing secret. */
   toJSON(): Record<string, unknown> {
     const out: Record<string, unknown> = { name: this.name, code: this.code, message: this.message };

@@ -112,10 +112,10 @@ describe('charging-service configuration', () => {
     assert.match((caught.error as { message: string }).message, /TLS handshake failed \(DEPTH_ZERO_SELF_SIGNED_CERT\): .*self-signed.* set that certificate or its CA as the CA in a TLS configuration/);
   });
 
-  it('declares the secret and the API key as password credentials, so the editor never gets it back and exports leave it out', async () => {
+  it('declares the secret, the API key and the Redis URL of Coordinate replicas (it may hold a password) as password credentials, so the editor never gets it back and exports leave it out', async () => {
     await load(rt.sim, [PROGRESS, ...SINKS]);
     const redNodes = (helper as unknown as { _redNodes: { getCredentialDefinition(type: string): Record<string, { type: string }> } })._redNodes;
-    assert.deepEqual(redNodes.getCredentialDefinition('charging-service'), { clientId: { type: 'text' }, clientSecret: { type: 'password' }, apiKey: { type: 'password' } });
+    assert.deepEqual(redNodes.getCredentialDefinition('charging-service'), { clientId: { type: 'text' }, clientSecret: { type: 'password' }, apiKey: { type: 'password' }, coordination: { type: 'password' } });
   });
 
   it('"allow insecure http" lets a remote http URL through, with a warning in the log', async () => {

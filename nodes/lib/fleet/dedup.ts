@@ -90,12 +90,12 @@ export class CommandDedup {
    * Claims the command for this replica, or waits (at most waitMs) for the
    * outcome of the replica that did. Never throws.
    */
-  async claim<T>(cmd: FleetCommand, waitMs: number): Promise<Claim<T>> {
+  async claim<T>(cmd: FleetCommand, waitMs: number, sendMs: number = this.sendMs): Promise<Claim<T>> {
     const key = this.ctx.keys.command(CommandDedup.digest(cmd));
     const me = this.ctx.replicaId;
     let got: string | null;
     try {
-      got = await this.ctx.connection.run('claiming a command', (r) => r.set(key, `${me}\n`, 'PX', this.sendMs + this.windowMs, 'NX'));
+      got = await this.ctx.connection.run('claiming a command', (r) => r.set(key, `${me}\n`, 'PX', Math.max(sendMs, this.sendMs) + this.windowMs, 'NX'));
     } catch (err) {
       return { role: 'unavailable', error: this.ctx.connection.toError(err, 'claiming a command') };
     }
@@ -108,8 +108,8 @@ export class CommandDedup {
    * command (or on this one without deduplication when Redis is away, after
    * onUnguarded); its outcome is published for the others.
    */
-  async run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void): Promise<RunResult<T>> {
-    const claim = await this.claim<T>(cmd, waitMs);
+  async run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void, sendMs?: number): Promise<RunResult<T>> {
+    const claim = await this.claim<T>(cmd, waitMs, sendMs);
     if (claim.role === 'duplicate' || claim.role === 'unknown') return claim;
     if (claim.role === 'unavailable') {
       onUnguarded?.(claim.error);

@@ -1,0 +1,121 @@
+/**
+ * Coordinate replicas through the runtime, in one process: two charging-service
+ * configurations with the same fleet key and Redis stand in for two replicas
+ * (each opens its own Fleet: its own connection and replica id, as separate
+ * Node-RED processes do). Real processes: fleet-replicas.test.ts.
+ */
+import assert from 'node:assert/strict';
+import { SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
+import type { ChargingServiceSimulator } from '../../simulator/simulator';
+import { RedisServer, requireRedis } from '../redis-server';
+import { assertNoSecret, attachSinks, CLIENT_ID, CLIENT_SECRET, helper, loggedText, NODES, runtimeSuite, send, Sink, statusCalls, type FlowNode } from '../harness';
+
+const FLEET = { cycleMs: 150, leaseMs: 600 };
+const REDIS_PASSWORD = 'redis-Pa55-word';
+
+describe('Coordinate replicas in the runtime (two configurations as two replicas)', function () {
+  const rt = runtimeSuite({}, { chargingSession: { fleet: FLEET } });
+  let redis: RedisServer;
+  let n = 0;
+  before(async function () {
+    requireRedis(this);
+    redis = await RedisServer.start({ password: REDIS_PASSWORD });
+  });
+  after(async () => redis?.close());
+
+  /** Two configurations, svcA and svcB, on one fleet key, and the given nodes. */
+  async function loadTwo(sim: ChargingServiceSimulator, nodes: FlowNode[], service: Record<string, unknown> = {}): Promise<void> {
+    const fleetKey = `rt-${process.pid}-${++n}`;
+    const svc = (id: string) => ({ id, type: 'charging-service', name: `replica ${id.slice(3)}`, baseUrl: sim.baseUrl, authUrl: sim.authUrl, timeout: 5, maxInFlight: 8, fleetKey, ...service });
+    const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc('svcA'), svc('svcB'), ...nodes.map((x) => ({ z: 'f1', ...x }))];
+    const cred = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: redis.url };
+    await helper.load(NODES, flow, { svcA: cred, svcB: cred });
+    attachSinks(flow);
+  }
+
+  const commands = (sim: ChargingServiceSimulator) => sim.requests.filter((r) => r.method === 'POST' && r.path.startsWith(SESSIONS_PATH));
+  const role = (m: Record<string, unknown>) => (m.fleet as { role?: string } | undefined)?.role;
+
+  it('the same START on both replicas at once is sent once; the other passes on its outcome, marked duplicate', async () => {
+    await loadTwo(rt.sim, [
+      { id: 'startA', type: 'charging-start', service: 'svcA', wires: [['out']] },
+      { id: 'startB', type: 'charging-start', service: 'svcB', wires: [['out']] },
+      { id: 'out', type: 'helper' },
+    ]);
+    const out = Sink.of('out');
+    const input = { payload: { locationId: 'LOC-1', evseId: 3, token: 'RFID-FLEET-1' } };
+    send('startA', input);
+    send('startB', input);
+    await out.nth(2);
+    assert.equal(commands(rt.sim).length, 1, 'one START at the service');
+    assert.deepEqual(out.messages.map(role).sort(), ['duplicate', 'sent']);
+    for (const m of out.messages) {
+      assert.equal(m.statusCode, 202);
+      assert.deepEqual(m.payload, { action: 'START', locationId: 'LOC-1', evseId: '3', token: 'RFID-FLEET-1' });
+    }
+    const dup = out.messages.find((m) => role(m) === 'duplicate') as { fleet: { sentBy: string } };
+    const sent = out.messages.find((m) => role(m) === 'sent') as { fleet: { replica: string } };
+    assert.equal(dup.fleet.sentBy, sent.fleet.replica);
+    const tokens = rt.sim.requests.map((r) => String(r.headers.authorization ?? '')).filter((a) => a.startsWith('Bearer ')).map((a) => a.slice(7));
+    assertNoSecret(JSON.stringify({ msgs: out.messages, statuses: statusCalls() }) + loggedText(), [CLIENT_SECRET, REDIS_PASSWORD, ...tokens], 'messages, statuses and log');
+  });
+
+  it("the sender's error reaches the other replica's Catch as the same error, naming the sender; one request", async () => {
+    rt.sim.inject({ target: 'post', kind: 'status', status: 409, times: 1, body: JSON.stringify({ message: 'connector busy' }) });
+    await loadTwo(rt.sim, [
+      { id: 'startA', type: 'charging-start', service: 'svcA', wires: [['out']] },
+      { id: 'startB', type: 'charging-start', service: 'svcB', wires: [['out']] },
+      { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+      { id: 'out', type: 'helper' },
+      { id: 'caught', type: 'helper' },
+    ]);
+    const caught = Sink.of('caught');
+    const input = { payload: { locationId: 'LOC-1', evseId: 4, token: 'RFID-FLEET-2' } };
+    send('startA', input);
+    send('startB', input);
+    await caught.nth(2);
+    assert.equal(commands(rt.sim).length, 1);
+    const errors = caught.messages.map((m) => (m.error as { message: string }).message);
+    for (const e of errors) assert.match(e, /409/);
+    assert.equal(errors.filter((e) => /\(START sent by replica .+\)$/.test(e)).length, 1);
+    assert.equal(errors[0].replace(/ \(START sent by replica .+\)$/, ''), errors[1].replace(/ \(START sent by replica .+\)$/, ''), 'the same error on both');
+    assert.equal(Sink.of('out').messages.length, 0);
+  });
+
+  it('one token for the fleet: two replicas querying get their token from one token request', async () => {
+    await loadTwo(rt.sim, [
+      { id: 'pA', type: 'charging-progress', service: 'svcA', wires: [['out']] },
+      { id: 'pB', type: 'charging-progress', service: 'svcB', wires: [['out']] },
+      { id: 'out', type: 'helper' },
+    ]);
+    send('pA', { payload: { token: 'RFID-T-1' } });
+    await Sink.of('out').nth(1);
+    send('pB', { payload: { token: 'RFID-T-2' } });
+    await Sink.of('out').nth(2);
+    assert.equal(rt.sim.requests.filter((r) => r.path === TOKEN_PATH).length, 1);
+  });
+
+  it('Max requests per second holds for the fleet: 2/s on each configuration, 12 queries over both, never more than 3 in a second at the service', async () => {
+    await loadTwo(
+      rt.sim,
+      [
+        { id: 'pA', type: 'charging-progress', service: 'svcA', wires: [['out']] },
+        { id: 'pB', type: 'charging-progress', service: 'svcB', wires: [['out']] },
+        { id: 'out', type: 'helper' },
+      ],
+      { maxRequestsPerSec: 2 },
+    );
+    for (let i = 0; i < 6; i++) {
+      send('pA', { payload: { token: `RFID-B-A${i}` } });
+      send('pB', { payload: { token: `RFID-B-B${i}` } });
+    }
+    await Sink.of('out').nth(12, 20_000);
+    const times = rt.sim.requests.filter((r) => r.path.startsWith(SESSIONS_PATH)).map((r) => r.at);
+    assert.equal(times.length, 12);
+    let most = 0;
+    for (const t of times) most = Math.max(most, times.filter((u) => u >= t && u < t + 1000).length);
+    assert.ok(most <= 3, `at most limit + 1 = 3 in any second, saw ${most}`);
+    // Each replica alone would allow 2/s, 4/s together: the fleet's spacing makes 12 queries take about 5.5 s.
+    assert.ok(Math.max(...times) - Math.min(...times) >= 4500, `spread over ${Math.max(...times) - Math.min(...times)} ms`);
+  });
+});
