@@ -38,6 +38,8 @@ export interface Output {
   event?: string;
   fleet?: { role?: string; sentBy?: string; replica?: string };
   statusCode?: number;
+  /** msg.payload when it is a string (charging-control's state) */
+  state?: string;
   /** the record's (or the ended session's) transaction */
   tx?: string;
   /** the record's meterEnd */
@@ -62,7 +64,7 @@ export interface Arrival {
 export function recorder(id: string, x = 700, y = 100): FlowNode {
   const func = `const e = msg.error;
 const td = msg.payload && msg.payload.transactionData;
-node.log('OUT ' + JSON.stringify({ n: node.name, at: Date.now(), topic: msg.topic, event: msg.event, fleet: msg.fleet, statusCode: msg.statusCode,
+node.log('OUT ' + JSON.stringify({ n: node.name, at: Date.now(), topic: msg.topic, event: msg.event, fleet: msg.fleet, statusCode: msg.statusCode, state: typeof msg.payload === 'string' ? msg.payload : undefined,
   tx: (td && td.transactionId) || (msg.session && msg.session.transactionId) || undefined, meter: td ? td.meterEnd : undefined,
   error: e && { message: e.message, code: e.code, source: e.source && { id: e.source.id } } }));
 return null;`;

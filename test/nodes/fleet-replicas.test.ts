@@ -29,6 +29,8 @@ const WATCHED = Array.from({ length: 300 }, (_, i) => `W-${String(i).padStart(3,
 /** a replica's polls of a token further apart than this: it had stopped polling it */
 const RUN_GAP_MS = INTERVAL_MS * 1.6;
 const { cycleMs: CYCLE_MS, leaseMs: LEASE_MS } = FAST_FLEET;
+/** the one connector charging-control keeps (set in the node) */
+const CONTROLLED = { locationId: 'LOC-K', locationIdType: 'str', evseId: '1', evseIdType: 'str', token: 'K-1', tokenType: 'str' };
 
 function flowFor(sim: ChargingServiceSimulator): FlowNode[] {
   const service = { type: 'charging-service', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', maxInFlight: 8, apiKeyHeader: REPLICA_HEADER };
@@ -45,6 +47,9 @@ function flowFor(sim: ChargingServiceSimulator): FlowNode[] {
     { id: 'watch-in', type: 'inject', z: 'tab', props: [{ p: 'payload' }, { p: 'topic', vt: 'str' }], topic: 'watch', payload: '[]', payloadType: 'json', repeat: '', once: false, x: 100, y: 300, wires: [['w']] },
     { id: 'w', type: 'charging-progress', z: 'tab', service: 'svc2', mode: 'watch', interval: INTERVAL_MS / 1000, x: 400, y: 300, wires: [['recW']] },
     { id: 'catch', type: 'catch', z: 'tab', scope: null, uncaught: false, x: 100, y: 400, wires: [['recE']] },
+    { id: 'ctl-in', type: 'inject', z: 'tab', props: [{ p: 'payload' }], payload: 'on', payloadType: 'str', repeat: '', once: false, x: 100, y: 500, wires: [['ctl']] },
+    { id: 'ctl', type: 'charging-control', z: 'tab', service: 'svc2', ...CONTROLLED, guard: 0, checkInterval: 0.5, waitTimeout: 2, startAttempts: 2, x: 400, y: 500, wires: [['recK']] },
+    recorder('recK', 700, 500),
     recorder('recQ', 700, 100),
     recorder('recS', 700, 200),
     recorder('recW', 700, 300),
@@ -199,6 +204,28 @@ describe('three Node-RED replicas, one simulator, one Redis (issue 35)', functio
       const downs = fleet.log(i).match(/\[charging-service:budget5\] Coordinate replicas: .*Redis/g) ?? [];
       assert.ok(downs.length >= 1 && downs.length <= 2, `replica ${i} said once that Redis was away and once that it is back: ${downs.join(' | ')}`);
     }
+  });
+
+  it('charging-control on every replica: "on" injected on all three is one START, "off" on one replica only is one STOP, and only the holder reports', async () => {
+    const posts = (action: string) =>
+      sim.requests
+        .filter((r) => r.method === 'POST' && r.body.includes(`"action":"${action}"`) && r.body.includes(`"token":"${CONTROLLED.token}"`))
+        .map((r) => ({ replica: Number(/^replica-(\d+)-marker$/.exec(String(r.headers[REPLICA_HEADER] ?? ''))?.[1] ?? -1) }));
+    await Promise.all(fleet.procs.map((_, i) => fleet.inject(i, 'ctl-in', [{ p: 'payload', v: 'on', vt: 'str' }])));
+    await until(() => fleet.outputs('recK').some((o) => o.state === 'charging'), 'charging', 15_000);
+    await delay(1500); // three checks more on every replica: a second START or another reporter would show now
+    assert.equal(posts('START').length, 1, 'one START');
+    const reporters = new Set(fleet.outputs('recK').map((o) => o.replica));
+    assert.equal(reporters.size, 1, `state reported by one replica, got ${[...reporters].join(', ')}`);
+    const [holder] = reporters;
+    const other = (holder + 1) % N;
+    await fleet.inject(other, 'ctl-in', [{ p: 'payload', v: 'off', vt: 'str' }]);
+    await until(() => fleet.outputs('recK').some((o) => o.state === 'idle'), 'idle after the off', 15_000);
+    await delay(1000);
+    assert.equal(posts('STOP').length, 1, 'one STOP, sent by the holder for a wish that reached another replica');
+    assert.equal(posts('STOP')[0].replica, holder);
+    assert.deepEqual([...new Set(fleet.outputs('recK').map((o) => o.replica))], [holder]);
+    assert.deepEqual(fleet.outputs('recE').filter((o) => o.error?.source?.id === 'ctl'), []);
   });
 
   describe('watch mode across the replicas', () => {
