@@ -44,15 +44,18 @@ export = function register(RED: NodeAPI): void {
 
     let client: ServiceClient | null = null;
     let fleet: Fleet | null = null;
+    let releaseFleet: () => Promise<void> = () => Promise.resolve();
     let configError: ChargingError | null = null;
     try {
       const { options, warnings } = clientOptions(RED, config, node.credentials ?? {});
       for (const w of warnings) node.warn(w);
       const coordination = fleetSettings(RED, config, node.credentials ?? {}, options);
-      fleet = coordination ? openFleet(node, coordination) : null;
+      const opened = coordination ? openFleet(node, coordination) : null;
+      fleet = opened?.fleet ?? null;
+      if (opened) releaseFleet = opened.release;
       client = new ServiceClient({ ...options, fleet: fleet?.clientHooks(), onWarning: (text) => node.warn(text) });
     } catch (err) {
-      void fleet?.close().catch(() => undefined);
+      void releaseFleet().catch(() => undefined);
       fleet = null;
       configError = err instanceof ChargingError ? err : new ChargingError('CONFIG', (err as Error).message);
       node.error(configError.message);
@@ -68,14 +71,13 @@ export = function register(RED: NodeAPI): void {
 
     node.on('close', (_removed: boolean, done: () => void) => {
       const c = client;
-      const f = fleet;
       client = null;
       fleet = null;
       // Nodes using this config have their own grace for requests on the wire;
       // this one bounds whatever is left so close ends well inside Node-RED's 15 s.
       // The fleet closes last: the client's last requests may still take from its budget.
       const closing = c ? c.close(CLOSE_GRACE_MS).catch(() => undefined) : Promise.resolve();
-      void closing.then(() => f?.close().catch(() => undefined)).then(() => done());
+      void closing.then(() => releaseFleet().catch(() => undefined)).then(() => done());
     });
   }
 

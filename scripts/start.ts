@@ -3,15 +3,20 @@
  * these nodes installed and the demo flow deployed. Node-RED gets the simulator's
  * address and credentials as environment variables (CHARGING_BASE_URL, …), which
  * the demo's and the examples' configurations read: nothing to type, nothing
- * secret in the flow files. Everything Node-RED writes lives in .node-red-data/.
+ * secret in the flow files. Everything Node-RED writes lives in .node-red-data/
+ * (CHARGING_DATA_DIR to put it elsewhere).
  *
  *   npm start                                  keep your edits to the demo flow between runs
  *   npm start -- --reset                       write the demo flow afresh
  *   npm start -- --fault get:status:503:3      any charging-simulator option (faults, --auth-method, …)
  *   PORT=1881 SIM_PORT=18081 npm start        (or npm start -- --port 18081 for the simulator)
+ *   npm start -- --replicas 2                  two Node-RED replicas (PORT, PORT+1) coordinated through
+ *                                              a Redis of their own (Debian's redis-server), issue 35;
+ *                                              CHARGING_COORDINATION=redis://… to use your Redis instead
  */
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import { ChargingServiceSimulator } from '../simulator/simulator';
@@ -32,16 +37,25 @@ export function dashboardDir(): string | null {
 }
 
 async function main(): Promise<void> {
-  const dataDir = path.join(root, '.node-red-data');
+  const dataDir = process.env.CHARGING_DATA_DIR ? path.resolve(process.env.CHARGING_DATA_DIR) : path.join(root, '.node-red-data');
   const uiPort = Number(process.env.PORT ?? 1880);
   const args = process.argv.slice(2);
   const reset = args.includes('--reset');
   let parsed;
+  let replicas: number | null;
   try {
-    parsed = parseArgs(args.filter((a) => a !== '--reset'));
+    const taken = replicasOption(args.filter((a) => a !== '--reset'));
+    replicas = taken.replicas;
+    parsed = parseArgs(taken.rest);
   } catch (err) {
-    console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [simulator options]\n${SIMULATOR_HELP}`);
+    console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [--replicas N] [simulator options]\n${SIMULATOR_HELP}`);
     process.exit(2);
+  }
+  // Before anything starts: a fleet needs a Redis, and a clear word when there is none.
+  const redisBin = replicas !== null && !process.env.CHARGING_COORDINATION ? redisServerPath() : null;
+  if (replicas !== null && !process.env.CHARGING_COORDINATION && !redisBin) {
+    console.error('--replicas needs Redis: redis-server is not installed (apt-get install redis-server), or set CHARGING_COORDINATION=redis://host:port to use a Redis of your own.');
+    process.exit(1);
   }
   const simPort = Number(process.env.SIM_PORT ?? parsed.options.port ?? 18080);
   const sim = new ChargingServiceSimulator({ startDelayMs: 2000, stopDelayMs: 2000, ...parsed.options, port: simPort });
@@ -53,7 +67,6 @@ async function main(): Promise<void> {
   }
   for (const f of parsed.faults) sim.inject(f);
   const mqttPort = await startMqttBroker();
-  prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
 
   const o = sim.options;
   console.log(`Simulator: base URL  ${sim.baseUrl}
@@ -62,17 +75,18 @@ async function main(): Promise<void> {
            faults at run time: curl -X POST ${sim.baseUrl}/__sim/faults -d '{"target":"get","kind":"status","status":503,"times":3}'
 MQTT:      broker on 127.0.0.1:${mqttPort} (CHARGING_MQTT_HOST/PORT, for example 06); import example 06 and publish a surplus to watch the car start:
            mosquitto_pub -p ${mqttPort} -t home/solar/surplus_w -m 4200      (or any MQTT client)
-Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11, Dashboard 2.0)` : 'not installed (npm install)'}
-Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
+Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11, Dashboard 2.0)` : 'not installed (npm install)'}`);
+  const env = { ...simulatorEnv(sim), CHARGING_MQTT_HOST: '127.0.0.1', CHARGING_MQTT_PORT: String(mqttPort) };
+  if (replicas !== null) {
+    await startReplicas({ count: replicas, dataDir, uiPort, reset, env, redisBin, stopSim: () => sim.stop() });
+    return;
+  }
+  prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
+  console.log(`Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)}/; configurations read ${Object.keys(simulatorEnv(sim)).join(', ')})`);
 
   // Example 10 appends ended sessions to this file: the demo's own user dir, not ~/.node-red.
   const sessionLog = process.env.CHARGING_SESSION_LOG ?? path.join(dataDir, 'charging-sessions.csv');
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, {
-    ...simulatorEnv(sim),
-    CHARGING_MQTT_HOST: '127.0.0.1',
-    CHARGING_MQTT_PORT: String(mqttPort),
-    CHARGING_SESSION_LOG: sessionLog,
-  });
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, { ...env, CHARGING_SESSION_LOG: sessionLog });
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -81,6 +95,174 @@ Node-RED:  http://127.0.0.1:${uiPort}/  (user dir ${path.relative(root, dataDir)
   red.on('exit', (code) => {
     void sim.stop().then(() => process.exit(code ?? 0));
   });
+}
+
+/** `--replicas N` (or `--replicas=N`) taken out of the arguments; the rest go to the simulator. */
+export function replicasOption(args: string[]): { replicas: number | null; rest: string[] } {
+  const rest: string[] = [];
+  let replicas: number | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const m = /^--replicas(?:=(.*))?$/.exec(args[i]);
+    if (!m) {
+      rest.push(args[i]);
+      continue;
+    }
+    const value = m[1] ?? args[++i];
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 1 || n > 9) throw new Error(`--replicas takes a number of Node-RED replicas from 1 to 9, not ${value ?? 'nothing'}`);
+    replicas = n;
+  }
+  return { replicas, rest };
+}
+
+/** Debian's redis-server (or one on the PATH), or null. */
+export function redisServerPath(): string | null {
+  const dirs = [...(process.env.PATH ?? '').split(path.delimiter), '/usr/bin', '/usr/sbin', '/usr/local/bin'].filter(Boolean);
+  for (const d of dirs) {
+    const file = path.join(d, 'redis-server');
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      return file;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+/**
+ * A private Redis for the demo fleet: loopback only, a free port, no
+ * persistence (the fleet's state is short-lived), stopped with npm start.
+ */
+async function startRedis(bin: string): Promise<{ url: string; proc: ChildProcess }> {
+  const port = await freeLoopbackPort();
+  const proc = spawn(bin, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', os.tmpdir(), '--daemonize', 'no', '--logfile', ''], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${log.slice(-1000)}`)), 10_000);
+    proc.stdout?.on('data', (d: Buffer) => {
+      log += d.toString();
+      if (/Ready to accept connections/.test(log)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.stderr?.on('data', (d: Buffer) => (log += d.toString()));
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`redis-server exited (${code}):\n${log.slice(-1000)}`));
+    });
+  });
+  proc.removeAllListeners('exit');
+  proc.stdout?.removeAllListeners('data');
+  proc.stdout?.resume();
+  proc.stderr?.resume();
+  return { url: `redis://127.0.0.1:${port}`, proc };
+}
+
+async function freeLoopbackPort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+/** The env variable the replicas' configurations read *Coordinate replicas* from. */
+export const COORDINATION_ENV = 'CHARGING_COORDINATION';
+
+/**
+ * Each replica's user dir: the demo as npm start writes it, credentials kept
+ * in plain text (credentialSecret false: they hold no secret, only
+ * `${CHARGING_COORDINATION}`, set on every charging-service configuration of
+ * the flows, the user's own included).
+ */
+export function prepareReplicaDir(dataDir: string, uiPort: number, reset: boolean): void {
+  prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep', '    credentialSecret: false,');
+  const flows = JSON.parse(fs.readFileSync(path.join(dataDir, 'flows.json'), 'utf8')) as Array<{ id: string; type: string }>;
+  const credFile = path.join(dataDir, 'flows_cred.json');
+  let creds: Record<string, Record<string, unknown>> = {};
+  try {
+    const kept = JSON.parse(fs.readFileSync(credFile, 'utf8')) as Record<string, Record<string, unknown>>;
+    if (!('$' in kept)) creds = kept;
+  } catch {
+    // none yet
+  }
+  for (const n of flows) if (n.type === 'charging-service') creds[n.id] = { ...creds[n.id], coordination: `\${${COORDINATION_ENV}}` };
+  fs.writeFileSync(credFile, JSON.stringify(creds, null, 2));
+}
+
+interface FleetStart {
+  count: number;
+  dataDir: string;
+  uiPort: number;
+  reset: boolean;
+  env: Record<string, string>;
+  /** null: CHARGING_COORDINATION names the user's Redis */
+  redisBin: string | null;
+  stopSim: () => Promise<void>;
+}
+
+/**
+ * `--replicas N`: a Redis (unless CHARGING_COORDINATION names one), then N
+ * Node-RED processes on PORT, PORT+1, … each with its own user dir
+ * (replica-1, …) and the demo coordinated through that Redis. A replica that
+ * exits (killed to watch the others take over) leaves the rest running;
+ * Ctrl-C stops all.
+ */
+async function startReplicas(f: FleetStart): Promise<void> {
+  const redis = f.redisBin ? await startRedis(f.redisBin) : null;
+  const url = redis?.url ?? String(process.env.CHARGING_COORDINATION);
+  const shown = url.replace(/\/\/[^@/]*@/, '//***@');
+  console.log(`Redis:     ${redis ? `${shown} (redis-server pid ${redis.proc.pid}, no persistence, stopped with npm start)` : `${shown} (CHARGING_COORDINATION)`}`);
+  const reds: ChildProcess[] = [];
+  for (let i = 0; i < f.count; i++) {
+    const dir = path.join(f.dataDir, `replica-${i + 1}`);
+    const port = f.uiPort + i;
+    prepareReplicaDir(dir, port, f.reset);
+    const red = spawnNodeRed(dir, port, 'pipe', undefined, { ...f.env, [COORDINATION_ENV]: url, CHARGING_SESSION_LOG: process.env.CHARGING_SESSION_LOG ?? path.join(dir, 'charging-sessions.csv') });
+    prefixLines(red, `[replica-${i + 1}] `);
+    reds.push(red);
+    const shownDir = path.relative(root, dir).startsWith('..') ? dir : path.relative(root, dir);
+    console.log(`Replica ${i + 1}: http://127.0.0.1:${port}/  (pid ${red.pid}, user dir ${shownDir}/)`);
+  }
+  console.log(`Fleet:     ${f.count} replicas of the demo, every charging-service configuration coordinated through Redis (${COORDINATION_ENV}).
+           Kill one to watch the others take its watched sessions over (within about 10 s): kill -9 ${reds[0].pid}
+           Ctrl-C stops all.`);
+  let stopping = false;
+  const stopAll = (signal: NodeJS.Signals) => {
+    stopping = true;
+    for (const r of reds) if (r.exitCode === null && r.signalCode === null) r.kill(signal);
+  };
+  process.on('SIGINT', () => stopAll('SIGINT'));
+  process.on('SIGTERM', () => stopAll('SIGTERM'));
+  let running = reds.length;
+  reds.forEach((red, i) => {
+    red.on('exit', (code, signal) => {
+      running--;
+      if (!stopping) console.log(`Replica ${i + 1} (pid ${red.pid}) exited (${signal ?? `code ${code}`}); ${running} still running.`);
+      if (running > 0) return;
+      // Redis gone before npm start ends: nothing left behind on its port.
+      const redisExit = redis ? new Promise((r) => redis.proc.once('exit', r)) : Promise.resolve();
+      redis?.proc.kill('SIGTERM');
+      void Promise.all([redisExit, f.stopSim()]).then(() => process.exit(0));
+    });
+  });
+}
+
+/** A child's output on this console, each line prefixed with the replica's name. */
+function prefixLines(child: ChildProcess, prefix: string): void {
+  for (const [from, to] of [[child.stdout, process.stdout], [child.stderr, process.stderr]] as const) {
+    let rest = '';
+    from?.on('data', (d: Buffer) => {
+      const lines = (rest + d.toString()).split('\n');
+      rest = lines.pop() ?? '';
+      for (const line of lines) to.write(`${prefix}${line}\n`);
+    });
+    from?.on('end', () => {
+      if (rest) to.write(`${prefix}${rest}\n`);
+    });
+  }
 }
 
 /** The environment the demo and the examples read their configuration from (see README, "Configuration from the environment"). */
@@ -152,11 +334,12 @@ export function demoFlow(): Array<Record<string, unknown>> {
 }
 
 /**
- * A Node-RED user dir with this package linked in, demo settings, and the demo
- * flows written afresh ('reset'), the user's flows kept ('keep'), or no flows at
- * all ('empty', for the editor test).
+ * A Node-RED user dir with this package linked in, demo settings (and
+ * `extraSettings`, lines added to them), and the demo flows written afresh
+ * ('reset'), the user's flows kept ('keep'), or no flows at all ('empty', for
+ * the editor test).
  */
-export function prepareUserDir(dataDir: string, uiPort: number, flows: 'reset' | 'keep' | 'empty'): void {
+export function prepareUserDir(dataDir: string, uiPort: number, flows: 'reset' | 'keep' | 'empty', extraSettings = ''): void {
   fs.mkdirSync(path.join(dataDir, 'node_modules', ...pkg.name.split('/').slice(0, -1)), { recursive: true });
   // Install this package into the user dir the way `npm install <path>` would: a link.
   const link = path.join(dataDir, 'node_modules', ...pkg.name.split('/'));
@@ -187,7 +370,7 @@ module.exports = {
     editorTheme: { projects: { enabled: false }, tours: false },
     logging: { console: { level: 'info', metrics: false, audit: false } },
     // "file" keeps what a store is asked to keep across restarts (a watch node's Keep state in).
-    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } },
+    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } },${extraSettings ? `\n${extraSettings}` : ''}
 };
 `,
   );

@@ -24,16 +24,29 @@ export class RedProcess {
   /**
    * A fresh user dir with the flow, the credentials of the config node `svc`,
    * and `settings` appended to the demo's settings.js (e.g. a contextStorage).
+   * `credentials`: more credentials by node id; those of `svc` are added to its
+   * client ID and secret (e.g. `coordination`).
    */
-  static async prepare(prefix: string, flow: unknown[], settings = ''): Promise<RedProcess> {
+  static async prepare(prefix: string, flow: unknown[], settings = '', credentials: Record<string, Record<string, unknown>> = {}): Promise<RedProcess> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
     const port = await freePort();
     prepareUserDir(dataDir, port, 'empty');
     const file = path.join(dataDir, 'settings.js');
     if (settings) fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace(/};\s*$/, `${settings}\n};\n`));
     fs.writeFileSync(path.join(dataDir, 'flows.json'), JSON.stringify(flow));
-    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify({ svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }));
+    const svc = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, ...credentials.svc };
+    fs.writeFileSync(path.join(dataDir, 'flows_cred.json'), JSON.stringify({ ...credentials, svc }));
     return new RedProcess(dataDir, port);
+  }
+
+  /** The running process's id (null when it is not running). */
+  get pid(): number | null {
+    return this.running ? (this.child?.pid ?? null) : null;
+  }
+
+  /** Whether the process was started and has not exited. */
+  get running(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
   }
 
   /** Starts Node-RED and waits until its flows run. */

@@ -2,13 +2,15 @@
  * "Test connection" in the config dialog: POST /charging-service/test with the
  * values being edited. Behind the same permission as editing flows (as every
  * admin route of the Home Assistant nodes); answers ok or the reason, never the
- * token or the secret.
+ * token or the secret. With *Coordinate replicas* set, `redis` says whether
+ * Redis answers and lists the fleet's live replicas (fleet-test.ts).
  */
 import type { Node, NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
 import type { ConnectionReport } from '../lib/client/service-client';
 import { envReference } from '../lib/settings';
 import { clientOptions, Credentials, effectiveCredentials, ServiceSettings } from './service-options';
+import { checkRedis } from './fleet-test';
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
 
@@ -41,11 +43,7 @@ export function registerTestRoute(RED: NodeAPI): void {
     // A secret the user did not type (stored, or from the environment) only ever goes to the
     // token URL it was deployed with, or to one the environment names: otherwise the test would
     // let an editor user send a secret they cannot read to a host of their choosing.
-    if (!typed && effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl)) {
-      const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
-      res.json({ ok: false, error, message: error });
-      return;
-    }
+    const refused = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl);
     // The token that stored secret buys is a live credential too: it goes only to the deployed base URL (or a `${NAME}` one).
     // So is a stored API key.
     const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
@@ -54,7 +52,14 @@ export function registerTestRoute(RED: NodeAPI): void {
       (storedSecret || storedKey) && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)
         ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
         : undefined;
-    void test(RED, body, { clientId, clientSecret, apiKey }, skipProbe).then((answer) => res.json(answer));
+    // Coordinate replicas: a URL typed, or the stored one behind "__PWRD__"; empty: Redis is not checked.
+    // Redis is checked even when the service is not (the URL is its own credential and goes only to its own host).
+    const typedRedis = typeof body.coordination === 'string' && body.coordination !== '__PWRD__';
+    const coordination = typedRedis ? (body.coordination as string).trim() : stored?.coordination;
+    const credentials = { clientId, clientSecret, apiKey, coordination };
+    const error = 'Retype the client secret to test this token URL: a stored secret is only sent to the deployed token URL';
+    const service = refused ? Promise.resolve({ ok: false as const, error, message: error }) : test(RED, body, credentials, skipProbe);
+    void Promise.all([service, coordination ? checkRedis(RED, body, credentials) : undefined]).then(([answer, redis]) => res.json(redis ? { ...answer, redis } : answer));
   });
 }
 

@@ -1,8 +1,10 @@
 /**
  * Coordinate replicas through the runtime, in one process: two charging-service
- * configurations with the same fleet key and Redis stand in for two replicas
- * (each opens its own Fleet: its own connection and replica id, as separate
- * Node-RED processes do). Real processes: fleet-replicas.test.ts.
+ * configurations with the same fleet key stand in for two replicas. A process
+ * is one replica however many configurations it has, so they reach the same
+ * Redis by two spellings of its URL (127.0.0.1 and localhost): each then
+ * opens its own Fleet (connection, replica id), as separate Node-RED
+ * processes do. Real processes: fleet-replicas.test.ts.
  */
 import assert from 'node:assert/strict';
 import { SESSIONS_PATH, TOKEN_PATH } from '../../simulator/simulator';
@@ -31,8 +33,8 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
     const fleetKey = `rt-${process.pid}-${++n}`;
     const svc = (id: string) => ({ id, type: 'charging-service', name: `replica ${id.slice(3)}`, baseUrl: sim.baseUrl, authUrl: sim.authUrl, timeout: 5, maxInFlight: 8, fleetKey, ...service });
     const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc('svcA'), svc('svcB'), ...nodes.map((x) => ({ z: 'f1', ...x }))];
-    const cred = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: redis.url };
-    await helper.load(NODES, flow, { svcA: cred, svcB: cred });
+    const cred = (url: string) => ({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: url });
+    await helper.load(NODES, flow, { svcA: cred(redis.url), svcB: cred(redis.url.replace('127.0.0.1', 'localhost')) });
     attachSinks(flow);
   }
 
@@ -83,6 +85,23 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
     assert.equal(errors.filter((e) => /\(START sent by replica .+\)$/.test(e)).length, 1);
     assert.equal(errors[0].replace(/ \(START sent by replica .+\)$/, ''), errors[1].replace(/ \(START sent by replica .+\)$/, ''), 'the same error on both');
     assert.equal(Sink.of('out').messages.length, 0);
+  });
+
+  it('two configurations of one process with the same Redis and fleet key are one replica (one Fleet, one member)', async () => {
+    const fleetKey = `rt-${process.pid}-${++n}`;
+    const svc = (id: string) => ({ id, type: 'charging-service', name: `config ${id.slice(3)}`, baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, fleetKey });
+    const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc('svcA'), svc('svcB'), { id: 'pA', z: 'f1', type: 'charging-progress', service: 'svcA', mode: 'watch', interval: 1, watchTokens: 'ONE-1' }, { id: 'pB', z: 'f1', type: 'charging-progress', service: 'svcB', mode: 'watch', interval: 1, watchTokens: 'ONE-2' }];
+    const cred = { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: redis.url };
+    await helper.load(NODES, flow, { svcA: cred, svcB: cred });
+    const admin = redis.admin();
+    const members = async () => admin.zrange(`chargectl:{${fleetKey}}:replicas`, '0', '-1');
+    const deadline = Date.now() + 5000;
+    while ((await members()).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 3 * FLEET.cycleMs));
+    assert.equal((await members()).length, 1, 'one replica');
+    await helper.unload();
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal((await members()).length, 0, 'left the fleet when the last configuration closed');
   });
 
   it('one token for the fleet: two replicas querying get their token from one token request', async () => {

@@ -1,0 +1,89 @@
+/**
+ * Test connection's look at Redis, for *Coordinate replicas* (docs/fleet.md):
+ * connects with the URL being edited (or the stored one), bounded, and lists
+ * the fleet's live replicas as their heartbeats describe them. Read-only: it
+ * opens a bare FleetConnection, not a Fleet, so the test never joins the fleet
+ * as a replica. nodes/lib/fleet/connection (and with it ioredis) is loaded
+ * only when a URL is given. The answer never holds the URL's password:
+ * FleetConnection's errors are redacted, and every message is redacted again.
+ */
+import type { NodeAPI } from 'node-red';
+import type { FleetConnection } from '../lib/fleet/connection';
+import { ChargingError } from '../lib/errors';
+import { FleetKeys } from '../lib/fleet/keys';
+import { clientOptions, Credentials, fleetSettings, FleetSettings, ServiceSettings } from './service-options';
+
+export interface ReplicaSeen {
+  id: string;
+  host?: string;
+  pid?: number;
+  /** watched tokens it polls (its last heartbeat) */
+  owned: number;
+}
+
+export interface RedisAnswer {
+  ok: boolean;
+  message: string;
+  /** the fleet key the configuration would use (not a secret) */
+  fleetKey?: string;
+  replicas?: ReplicaSeen[];
+}
+
+/** Bounds for the whole check: a dialog should not wait long for an unreachable Redis. */
+const CONNECT_TIMEOUT_MS = 3_000;
+const COMMAND_TIMEOUT_MS = 2_000;
+
+export async function checkRedis(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials): Promise<RedisAnswer> {
+  let fleet: FleetSettings | null;
+  try {
+    // The fleet key is derived from the client's own options, so that the test looks at the fleet the deployed node joins.
+    fleet = fleetSettings(RED, settings, credentials, clientOptions(RED, settings, credentials).options);
+  } catch (err) {
+    // CONFIG errors of the settings name the field and never hold a value typed in a password field.
+    return { ok: false, message: `Redis not checked: ${(err as Error).message}` };
+  }
+  if (!fleet) return { ok: false, message: 'Coordinate replicas is empty: nothing to check' };
+  const { fleetKey } = fleet;
+  let connection: FleetConnection | null = null;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { FleetConnection: Connection } = require('../lib/fleet/connection') as typeof import('../lib/fleet/connection');
+    connection = new Connection({ url: fleet.url, tls: fleet.tls, connectTimeoutMs: CONNECT_TIMEOUT_MS, commandTimeoutMs: COMMAND_TIMEOUT_MS, name: 'chargectl-test-connection' });
+    await connection.open();
+    const replicas = await connection.run('list replicas', (redis) => liveReplicas(redis, new FleetKeys(fleetKey)));
+    const count = replicas.length === 0 ? 'no live replica (none deployed with this fleet key is running)' : `${replicas.length} live replica${replicas.length === 1 ? '' : 's'}`;
+    return { ok: true, message: connection.redact(`Redis at ${connection.where} answers; fleet ${fleetKey}: ${count}`), fleetKey, replicas };
+  } catch (err) {
+    // Without a connection the URL did not parse: parseRedisUrl's CONFIG errors are fixed texts, anything else is not shown.
+    const raw = err instanceof Error ? err.message : String(err);
+    const message = connection ? connection.redact(raw) : err instanceof ChargingError ? raw : 'Coordinate replicas: the Redis URL could not be read';
+    return { ok: false, message, fleetKey };
+  } finally {
+    void connection?.close();
+  }
+}
+
+type RedisLike = Parameters<Parameters<FleetConnection['run']>[1]>[0];
+
+/** Members of `replicas` whose heartbeat has not lapsed on Redis's clock, with what `replicas:info` says of each. */
+async function liveReplicas(redis: RedisLike, keys: FleetKeys): Promise<ReplicaSeen[]> {
+  const [seconds, micros] = await redis.time();
+  const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  const ids = await redis.zrangebyscore(keys.replicas, `(${nowMs}`, '+inf');
+  if (ids.length === 0) return [];
+  const infos = await redis.hmget(keys.replicaInfo, ...ids);
+  return ids.map((id, i) => ({ id, ...describe(infos[i]) }));
+}
+
+function describe(raw: string | null | undefined): Omit<ReplicaSeen, 'id'> {
+  try {
+    const v = JSON.parse(raw ?? '') as Record<string, unknown>;
+    return {
+      host: typeof v.host === 'string' ? v.host : undefined,
+      pid: typeof v.pid === 'number' ? v.pid : undefined,
+      owned: typeof v.owned === 'number' ? v.owned : 0,
+    };
+  } catch {
+    return { owned: 0 };
+  }
+}
