@@ -6,6 +6,7 @@
  *   npm run bench -- --quick     fewer rounds and messages (a smoke run; results not written)
  *   npm run bench -- --watch     only the watch-mode sections (written to a -watch results file)
  *   npm run bench -- --throughput   only section 1 (printed only); BENCH_CONCURRENCY=1,10 narrows it
+ *   npm run bench -- --fleet     only section 7, coordination off vs on (bench/fleet.ts; written to a -fleet results file)
  *
  * Contenders run interleaved, in an order rotated every round, each warmed up
  * before it is measured; ratios are computed within a round and reported as
@@ -21,12 +22,15 @@ import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode, watchFlow } from './runtime';
 import { a0Client, Drive } from './floor';
 import { CONTENDER_KINDS, type ContenderCommand, type ContenderKind } from './contender';
+import { fleetSection } from './fleet';
 
 const QUICK = process.argv.includes('--quick');
 /** only the watch-mode sections (adding tokens, polling side by side with bare axios) */
 const WATCH_ONLY = process.argv.includes('--watch');
 /** only the progress-query throughput section (printed only: to compare two builds run one after the other) */
 const THROUGHPUT_ONLY = process.argv.includes('--throughput');
+/** only the coordination section (bench/fleet.ts) */
+const FLEET_ONLY = process.argv.includes('--fleet');
 const CONCURRENCY = process.env.BENCH_CONCURRENCY ? process.env.BENCH_CONCURRENCY.split(',').map(Number) : [1, 10, 100];
 const ROUNDS = QUICK ? 2 : 7;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800, 100: 800 } : { 1: 1500, 10: 4000, 100: 4000 };
@@ -645,16 +649,19 @@ async function main(): Promise<void> {
   red.node('set').receive({});
   await new Promise((r) => setTimeout(r, 200));
 
+  const fleet = () => fleetSection({ red, base, quick: QUICK, getsBy: () => ask('getsBy', 'getsBy'), counts, closedLoop, throughNode, median, spread });
   const sections = THROUGHPUT_ONLY
     ? [await throughput()]
+    : FLEET_ONLY
+    ? [await fleet()]
     : WATCH_ONLY
     ? [...(process.env.BENCH_WATCH_SIZES ? [] : [await watchAdds()]), await watchScale()]
-    : [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchAdds(), await watchScale(), coldStart()];
+    : [await throughput(), await statusWithEditor(), await maxInFlight(), await singleFlight(), await watchAdds(), await watchScale(), coldStart(), await fleet()];
   await red.stop();
   server.send({ cmd: 'exit' });
   const date = new Date().toISOString().slice(0, 10);
   const md = [
-    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : ''}`,
+    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : FLEET_ONLY ? ' (coordination only: --fleet)' : ''}`,
     '',
     `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}, axios ${require('axios/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
     '',
@@ -664,7 +671,9 @@ async function main(): Promise<void> {
   if (!QUICK && !THROUGHPUT_ONLY && SEATS.size === 0 && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
-    if (WATCH_ONLY) {
+    if (FLEET_ONLY) {
+      fs.writeFileSync(path.join(dir, `${date}-fleet.md`), md);
+    } else if (WATCH_ONLY) {
       fs.writeFileSync(path.join(dir, `${date}-watch.md`), md);
     } else {
       fs.writeFileSync(path.join(dir, `${date}.md`), md);
