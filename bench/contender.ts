@@ -17,6 +17,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { barePolling, messagePolling } from './floor';
 import { EmbeddedNodeRed, watchFlow } from './runtime';
+import { serve } from './ipc';
 import type { ChargingServiceNode } from '../nodes/common/service-node';
 import { progressPoll } from '../nodes/common/watch-mode';
 import { SessionWatcher, WatchEvent } from '../nodes/lib/session/watcher';
@@ -134,11 +135,4 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
 }
 
 // Only in the forked contender: run.ts imports this file for CONTENDER_KINDS.
-if (require.main === module) {
-  process.on('message', (m: ContenderCommand & { id: number }) => {
-    handle(m).then(
-      (out) => process.send?.({ id: m.id, ...out }),
-      (err: Error) => process.send?.({ id: m.id, error: err.stack ?? String(err) }),
-    );
-  });
-}
+if (require.main === module) serve(handle);

@@ -19,11 +19,12 @@
  *
  * The forked side of part 1 is this file too: fork('fleet.js'), then IPC.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import path from 'node:path';
 import type { Redis } from 'ioredis';
 import { EmbeddedNodeRed, type FlowNode } from './runtime';
 import type { Drive } from './floor';
+import { ChildCalls, serve } from './ipc';
 import { REDIS_SERVER, RedisServer } from '../test/redis-server';
 
 const INTERVAL_SEC = 10;
@@ -122,38 +123,11 @@ async function handle(m: FleetCommand): Promise<Record<string, unknown>> {
   }
 }
 
-if (require.main === module) {
-  process.on('message', (m: FleetCommand & { id: number }) => {
-    handle(m).then(
-      (out) => process.send?.({ id: m.id, ...out }),
-      (err: Error) => process.send?.({ id: m.id, error: err.stack ?? String(err) }),
-    );
-  });
-}
+if (require.main === module) serve(handle);
 
 // ------------------------------------------------------------------ the parent side
 
-class Proc {
-  private next = 0;
-  private readonly replies = new Map<number, (m: Record<string, unknown>) => void>();
-  constructor(private readonly proc: ChildProcess) {
-    proc.on('message', (m: Record<string, unknown> & { id: number }) => {
-      this.replies.get(m.id)?.(m);
-      this.replies.delete(m.id);
-    });
-  }
-  call(m: FleetCommand): Promise<Record<string, number>> {
-    const id = ++this.next;
-    return new Promise((resolve, reject) => {
-      this.replies.set(id, (r) => (r.error ? reject(new Error(String(r.error))) : resolve(r as Record<string, number>)));
-      this.proc.send({ ...m, id });
-    });
-  }
-  async exit(): Promise<void> {
-    await this.call({ cmd: 'exit' }).catch(() => undefined);
-    this.proc.kill();
-  }
-}
+type Proc = ChildCalls<FleetCommand>;
 
 /** Redis's own counters: calls per command (INFO itself left out) and its CPU in ms. */
 async function redisStats(admin: Redis): Promise<{ calls: Record<string, number>; cpuMs: number }> {
@@ -188,7 +162,7 @@ interface WindowResult {
 async function watchSideBySide(ctx: FleetBenchContext, redis: RedisServer, admin: Redis): Promise<string> {
   const procs = await Promise.all(
     ROLES.map(async (_, i) => {
-      const p = new Proc(fork(path.join(__dirname, 'fleet.js'), { execArgv: ['--expose-gc'] }));
+      const p = new ChildCalls<FleetCommand>(fork(path.join(__dirname, 'fleet.js'), { execArgv: ['--expose-gc'] }));
       await p.call({ cmd: 'init', base: ctx.base, redisUrl: redis.url, fleetKey: `bench-fleet-p${i}` });
       return p;
     }),

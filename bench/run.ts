@@ -22,6 +22,7 @@ import { DEFAULT_MAX_IN_FLIGHT } from '../nodes/lib/client/service-client';
 import { EmbeddedNodeRed, FlowNode, watchFlow } from './runtime';
 import { a0Client, Drive } from './floor';
 import { CONTENDER_KINDS, type ContenderCommand, type ContenderKind } from './contender';
+import { ChildCalls } from './ipc';
 import { fleetSection } from './fleet';
 
 const QUICK = process.argv.includes('--quick');
@@ -363,36 +364,11 @@ async function singleFlight(): Promise<string> {
 }
 
 
-/** A contender process (bench/contender.ts) and its IPC calls. */
-class Contender {
-  private next = 0;
-  private readonly replies = new Map<number, (m: Record<string, unknown>) => void>();
-
-  private constructor(private readonly proc: ChildProcess) {
-    proc.on('message', (m: Record<string, unknown> & { id: number }) => {
-      this.replies.get(m.id)?.(m);
-      this.replies.delete(m.id);
-    });
-  }
-
-  static async spawn(intervalSec: number): Promise<Contender> {
-    const c = new Contender(fork(path.join(__dirname, 'contender.js'), { execArgv: ['--expose-gc'] }));
-    await c.call({ cmd: 'init', base, intervalSec });
-    return c;
-  }
-
-  call(m: ContenderCommand): Promise<Record<string, number>> {
-    const id = ++this.next;
-    return new Promise((resolve, reject) => {
-      this.replies.set(id, (r) => (r.error ? reject(new Error(String(r.error))) : resolve(r as Record<string, number>)));
-      this.proc.send({ ...m, id });
-    });
-  }
-
-  async exit(): Promise<void> {
-    await this.call({ cmd: 'exit' }).catch(() => undefined);
-    this.proc.kill();
-  }
+/** A contender process (bench/contender.ts), initialised. */
+async function spawnContender(intervalSec: number): Promise<ChildCalls<ContenderCommand>> {
+  const c = new ChildCalls<ContenderCommand>(fork(path.join(__dirname, 'contender.js'), { execArgv: ['--expose-gc'] }));
+  await c.call({ cmd: 'init', base, intervalSec });
+  return c;
 }
 
 /**
@@ -442,7 +418,7 @@ const kindOf = (c: (typeof SIDE_BY_SIDE)[number]): ContenderKind => SEATS.get(c.
 async function watchScale(): Promise<string> {
   const rows: string[] = [];
   const getsBy = () => ask<Record<string, number>>('getsBy', 'getsBy');
-  const procs = await Promise.all(SIDE_BY_SIDE.map(() => Contender.spawn(WATCH_INTERVAL_MS / 1000)));
+  const procs = await Promise.all(SIDE_BY_SIDE.map(() => spawnContender(WATCH_INTERVAL_MS / 1000)));
   const all = (m: ContenderCommand) => Promise.all(procs.map((p) => p.call(m)));
   /** CPU ms of each contender over one window, all opened and closed together, and the polls each made in it */
   const window = async (seconds: number): Promise<{ cpuMs: number[]; polls: Record<string, number> }> => {

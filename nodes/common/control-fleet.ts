@@ -7,6 +7,7 @@
  * Only the holder reads progress, sends and reports, so a target's messages
  * come out of one replica.
  */
+import type { NodeMessage } from 'node-red';
 import { monotonicNow } from '../lib/clock';
 import type { ControlBook } from '../lib/control/book';
 import type { ControlDeps } from '../lib/control/controller';
@@ -90,7 +91,7 @@ export class FleetControlLink {
     if ((this.seen.get(key) ?? 0) >= seq) return;
     this.seen.set(key, seq);
     const control = this.book?.get(key);
-    void control?.check('command').then((err) => err && this.life.report(err, { topic: control.target.token, target: { ...control.target } } as never));
+    void control?.check('command').then((err) => err && this.life.report(err, { topic: control.target.token, target: { ...control.target } } as NodeMessage));
   }
 }
 

@@ -11,6 +11,7 @@ import type { NodeAPI } from 'node-red';
 import type { FleetConnection } from '../lib/fleet/connection';
 import { ChargingError } from '../lib/errors';
 import { FleetKeys } from '../lib/fleet/keys';
+import { parseReplicaInfo } from '../lib/fleet/replica-info';
 import { clientOptions, Credentials, fleetSettings, FleetSettings, ServiceSettings } from './service-options';
 
 export interface ReplicaSeen {
@@ -72,18 +73,8 @@ async function liveReplicas(redis: RedisLike, keys: FleetKeys): Promise<ReplicaS
   const ids = await redis.zrangebyscore(keys.replicas, `(${nowMs}`, '+inf');
   if (ids.length === 0) return [];
   const infos = await redis.hmget(keys.replicaInfo, ...ids);
-  return ids.map((id, i) => ({ id, ...describe(infos[i]) }));
-}
-
-function describe(raw: string | null | undefined): Omit<ReplicaSeen, 'id'> {
-  try {
-    const v = JSON.parse(raw ?? '') as Record<string, unknown>;
-    return {
-      host: typeof v.host === 'string' ? v.host : undefined,
-      pid: typeof v.pid === 'number' ? v.pid : undefined,
-      owned: typeof v.owned === 'number' ? v.owned : 0,
-    };
-  } catch {
-    return { owned: 0 };
-  }
+  return ids.map((id, i) => {
+    const info = parseReplicaInfo(infos[i]);
+    return { id, host: info.host, pid: info.pid, owned: info.owned ?? 0 };
+  });
 }

@@ -43,10 +43,10 @@ export function registerTestRoute(RED: NodeAPI): void {
     // A secret the user did not type (stored, or from the environment) only ever goes to the
     // token URL it was deployed with, or to one the environment names: otherwise the test would
     // let an editor user send a secret they cannot read to a host of their choosing.
-    const refused = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl);
+    const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
+    const refused = storedSecret && !trustedUrl(RED, id, 'authUrl', body.authUrl);
     // The token that stored secret buys is a live credential too: it goes only to the deployed base URL (or a `${NAME}` one).
     // So is a stored API key.
-    const storedSecret = !typed && !!effectiveCredentials({ clientId, clientSecret }).clientSecret;
     const storedKey = !typedKey && !!apiKey;
     const skipProbe =
       (storedSecret || storedKey) && !trustedUrl(RED, id, 'baseUrl', body.baseUrl)

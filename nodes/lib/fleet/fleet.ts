@@ -21,6 +21,9 @@ import type { FleetHooks } from '../client/service-client';
 import { FailureReporter, FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
 import { HEARTBEAT } from './scripts';
+import { parseReplicaInfo, type ReplicaInfo } from './replica-info';
+
+export type { ReplicaInfo };
 import { SharedTokenStore, type SharedTokenOptions } from './token-store';
 import { SharedRequestBudget } from './budget';
 import { CommandDedup, type DedupOptions } from './dedup';
@@ -41,17 +44,6 @@ export interface FleetOptions extends FleetConnectionOptions {
   onWarning?: (text: string) => void;
   /** failures of the background loop (also reflected in health) */
   onError?: (err: ChargingError) => void;
-}
-
-/** A live replica, as it describes itself at each heartbeat. */
-export interface ReplicaInfo {
-  id: string;
-  host?: string;
-  pid?: number;
-  /** epoch ms */
-  startedAt?: number;
-  /** tokens it owns, over all its watch scopes */
-  owned?: number;
 }
 
 export const DEFAULT_CYCLE_MS = 2_000;
@@ -208,22 +200,7 @@ export class Fleet {
     const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned });
     const res = (await this.connection.eval(HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
     const live: ReplicaInfo[] = [];
-    for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseInfo(res[i + 1]), id: String(res[i]) });
+    for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
     if (!this.closing) this.live = live;
-  }
-}
-
-function parseInfo(raw: unknown): Omit<ReplicaInfo, 'id'> {
-  if (typeof raw !== 'string' || raw === '') return {};
-  try {
-    const v = JSON.parse(raw) as Record<string, unknown>;
-    return {
-      host: typeof v.host === 'string' ? v.host : undefined,
-      pid: typeof v.pid === 'number' ? v.pid : undefined,
-      startedAt: typeof v.startedAt === 'number' ? v.startedAt : undefined,
-      owned: typeof v.owned === 'number' ? v.owned : undefined,
-    };
-  } catch {
-    return {};
   }
 }

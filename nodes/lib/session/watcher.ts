@@ -342,10 +342,11 @@ export class SessionWatcher {
         if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
         entry.inFlight = false;
         const { seen, transactionId, meterEnd } = entry;
-        const before = this.options.commit ? snapshot(entry) : null;
+        const commit = this.options.commit;
+        const before = commit ? snapshot(entry) : null;
         const events = this.observe(entry, record);
         const changed = entry.seen !== seen || entry.transactionId !== transactionId || entry.meterEnd !== meterEnd;
-        if (before && changed) return this.commitThenEmit(entry, before, events);
+        if (commit && before && changed) return this.commitThenEmit(commit, entry, before, events);
         for (const e of events) this.deliver(e);
         if (this.live(entry) && changed) this.save(entry);
       },
@@ -388,10 +389,10 @@ export class SessionWatcher {
    * only a committed change is emitted (and kept locally). The entry stays in
    * flight meanwhile, so the schedule does not poll it again on top.
    */
-  private commitThenEmit(entry: Entry, before: EntrySnapshot, events: WatchEvent[]): void {
+  private commitThenEmit(commit: NonNullable<WatcherOptions['commit']>, entry: Entry, before: EntrySnapshot, events: WatchEvent[]): void {
     entry.inFlight = true;
     const state: SavedState | null = entry.seen ? { transactionId: entry.transactionId, meterEnd: entry.meterEnd, session: entry.last && { ...entry.last } } : null;
-    (this.options.commit as (token: string, state: SavedState | null) => Promise<boolean>)(entry.token, state).then(
+    commit(entry.token, state).then(
       (ok) => {
         entry.inFlight = false;
         if (!this.live(entry)) return;
