@@ -51,6 +51,7 @@ export class ChargingServiceSimulator {
       acceptBody: opts.acceptBody ?? 'empty',
       keepRequests: opts.keepRequests ?? 1000,
       keepAliveTimeoutMs: opts.keepAliveTimeoutMs ?? 5_000,
+      tokenPath: opts.tokenPath ?? TOKEN_PATH,
     };
     this.now = opts.now ?? Date.now;
     this.initialIdleCloseMs = opts.idleCloseMs ?? null;
@@ -87,7 +88,7 @@ export class ChargingServiceSimulator {
   }
 
   get authUrl(): string {
-    return `${this.url}/auth`;
+    return this.options.tokenPath === TOKEN_PATH ? `${this.url}/auth` : `${this.url}${this.options.tokenPath}`;
   }
 
   /** Adds a fault; it applies to the next `times` matching requests (idle-close: until cleared). */
@@ -166,7 +167,7 @@ export class ChargingServiceSimulator {
 
   private async route(rec: RecordedRequest, req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const target: FaultTarget | null =
-      rec.path === TOKEN_PATH ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
+      rec.path === this.options.tokenPath ? 'token' : rec.path === SESSIONS_PATH ? (rec.method === 'POST' ? 'post' : 'get') : null;
     if (target === 'token') this.counters.tokenRequests++;
     if (target === 'post') this.arrived.count(rec, res);
     if (target && this.faults.take(target, 'close-after-answer')) {

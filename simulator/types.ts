@@ -106,6 +106,12 @@ export interface SimulatorOptions {
    * this many ms and no Keep-Alive: timeout= hint is sent (embedded servers, some gateways).
    */
   idleCloseMs?: number;
+  /**
+   * Where the token endpoint listens (default /auth/v1/token, the spec's form).
+   * A standard OAuth server's full endpoint, such as Keycloak's
+   * /realms/x/protocol/openid-connect/token, shows a Token URL used as typed.
+   */
+  tokenPath?: string;
   now?: () => number;
 }
 

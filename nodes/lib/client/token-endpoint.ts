@@ -78,10 +78,29 @@ export function parseTokenParams(text: unknown): Array<[string, string]> {
   return out;
 }
 
-/** The token address: {authUrl}/v1/token, or authUrl itself if it already ends so. */
+/**
+ * The token address. The spec gives an auth base and the endpoint below it,
+ * {authUrl}/v1/token; a standard OAuth server is configured with its full token
+ * endpoint (Keycloak's .../protocol/openid-connect/token, Azure AD's
+ * .../oauth2/v2.0/token, Auth0's /oauth/token), so a path that already ends in
+ * /token is used as typed. The suffix goes into the path, before any query: a
+ * typed "?" or "#" cannot swallow it. A fragment is never sent, so it is dropped.
+ */
 export function tokenEndpoint(authUrl: string): string {
-  const trimmed = authUrl.trim().replace(/\/+$/, '');
-  return trimmed.endsWith('/v1/token') ? trimmed : `${trimmed}/v1/token`;
+  let url = authUrl.trim();
+  const hash = url.indexOf('#');
+  if (hash >= 0) url = url.slice(0, hash);
+  const q = url.indexOf('?');
+  const query = q >= 0 ? url.slice(q) : '';
+  const path = trimTrailingSlashes(q >= 0 ? url.slice(0, q) : url);
+  return (path.endsWith('/token') ? path : `${path}/v1/token`) + query;
+}
+
+/** The text without its trailing slashes, in linear time (a /\/+$/ regex backtracks on long runs of slashes). */
+export function trimTrailingSlashes(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 47) end--;
+  return text.slice(0, end);
 }
 
 /** The value after "Basic " for a client authentication method (not used by client_secret_post). */
