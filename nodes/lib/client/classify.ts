@@ -327,12 +327,37 @@ function notServiceAnswer(res: RawResponse, text: string): string | undefined {
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return 'JSON that is not an object';
   const words = messageFields(body, 0) ?? '';
-  if (GATEWAY_WORDS.test(words)) return "a gateway's own JSON";
+  if (GATEWAY_WORDS.test(words) || routeNotFound(words.toLowerCase())) return "a gateway's own JSON";
   return undefined;
 }
 
-/** What gateways say when no route matches (Kong, AWS API Gateway, Azure APIM, Traefik, Spring, Express). */
-const GATEWAY_WORDS = /no route|route .*not found|no matching (route|operation)|resource not found|api not found|missing authentication token|unknown (path|route|url)|no such path|page not found|cannot (get|post) \//i;
+/**
+ * What gateways say when no route matches (Kong, AWS API Gateway, Azure APIM,
+ * Traefik, Spring, Express): fixed phrases only, so that the regex stays linear
+ * in the body's size (a body may be 1 MiB).
+ */
+const GATEWAY_WORDS = /no route|no matching (route|operation)|resource not found|api not found|missing authentication token|unknown (path|route|url)|no such path|page not found|cannot (get|post) \//i;
+
+/**
+ * "route … not found" on one line (Spring's "Route … not found"). Two index
+ * searches instead of `/route .*not found/`, which rescans the rest of the text
+ * from every "route " and is quadratic in their number.
+ */
+function routeNotFound(lower: string): boolean {
+  // Each search starts where the last one stopped: every character is looked at a bounded number of times.
+  let found = -1;
+  let at = lower.indexOf('route ');
+  while (at >= 0) {
+    if (found < at + 6) {
+      found = lower.indexOf('not found', at + 6);
+      if (found < 0) return false;
+    }
+    const lineEnd = lower.indexOf('\n', at);
+    if (lineEnd < 0 || found < lineEnd) return true;
+    at = lower.indexOf('route ', lineEnd);
+  }
+  return false;
+}
 
 /** The gateway that answered by itself, from its headers, or undefined. */
 function gatewayHeaders(headers: Record<string, unknown>): string | undefined {

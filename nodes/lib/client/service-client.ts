@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import type https from 'node:https';
 import { ChargingError } from '../errors';
+import { trimTrailingSlashes } from '../settings';
 import type { ChargingCommand } from '../session/commands';
 import type { ProgressRecord } from '../session/record';
 import { bodyProblemText, describeBody, notFoundError, readJson, safeHost, transportReason } from './classify';
@@ -114,7 +115,7 @@ const SESSIONS_PATH = '/poi/v1/charging-sessions';
 const PROGRESS_QUERY = 'progress query';
 
 export function sessionsEndpoint(baseUrl: string): string {
-  return baseUrl.trim().replace(/\/+$/, '') + SESSIONS_PATH;
+  return trimTrailingSlashes(baseUrl.trim()) + SESSIONS_PATH;
 }
 
 /** Keep the last few tokens in the redactor: one in use, one just replaced, one spare. */
@@ -163,7 +164,9 @@ export class ServiceClient {
     this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
     const fleet = options.fleet;
     const fetchToken = () => this.tokenEndpoint.requestWithRetry();
-    this.tokens = new TokenCache(fleet ? () => fleet.fetchToken(fetchToken) : fetchToken, {
+    // A token read from Redis was never seen by this replica's token endpoint: the redactor learns it here.
+    const fleetToken = fleet ? () => fleet.fetchToken(fetchToken).then((res) => (this.remember(res.accessToken), res)) : undefined;
+    this.tokens = new TokenCache(fleetToken ?? fetchToken, {
       now: options.now,
       ...options.tokenCache,
       onWarning: options.onWarning,
