@@ -50,6 +50,7 @@ export = function register(RED: NodeAPI): void {
       const { options, warnings } = clientOptions(RED, config, node.credentials ?? {});
       for (const w of warnings) node.warn(w);
       const coordination = fleetSettings(RED, config, node.credentials ?? {}, options);
+      if (coordination?.warning) node.warn(coordination.warning);
       const opened = coordination ? openFleet(node, coordination) : null;
       fleet = opened?.fleet ?? null;
       if (opened) releaseFleet = opened.release;

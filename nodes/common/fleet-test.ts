@@ -33,18 +33,26 @@ export interface RedisAnswer {
 /** Bounds for the whole check: a dialog should not wait long for an unreachable Redis. */
 const CONNECT_TIMEOUT_MS = 3_000;
 const COMMAND_TIMEOUT_MS = 2_000;
+const TYPED_URL_FAILED = 'Coordinate replicas: no Redis answered at the URL typed in the dialog (unreachable, refused, too slow or not Redis: the reason is said only for the deployed URL; deploy, and the log says it)';
 
-export async function checkRedis(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials): Promise<RedisAnswer> {
+/**
+ * `stored`: the URL is the deployed one. A URL typed in the dialog gets one
+ * answer for every failure (refused, unreachable, timed out, not Redis): told
+ * apart, they would make the dialog a port scanner of the network Node-RED
+ * sits in.
+ */
+export async function checkRedis(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, stored: boolean): Promise<RedisAnswer> {
   let fleet: FleetSettings | null;
   try {
     // The fleet key is derived from the client's own options, so that the test looks at the fleet the deployed node joins.
-    fleet = fleetSettings(RED, settings, credentials, clientOptions(RED, settings, credentials).options);
+    fleet = fleetSettings(RED, settings, credentials, clientOptions(RED, settings, credentials, env).options, env);
   } catch (err) {
     // CONFIG errors of the settings name the field and never hold a value typed in a password field.
     return { ok: false, message: `Redis not checked: ${(err as Error).message}` };
   }
   if (!fleet) return { ok: false, message: 'Coordinate replicas is empty: nothing to check' };
   const { fleetKey } = fleet;
+  const warning = fleet.warning ? ` ${fleet.warning}` : '';
   let connection: FleetConnection | null = null;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -53,12 +61,14 @@ export async function checkRedis(RED: NodeAPI, settings: ServiceSettings, creden
     await connection.open();
     const replicas = await connection.run('list replicas', (redis) => liveReplicas(redis, new FleetKeys(fleetKey)));
     const count = replicas.length === 0 ? 'no live replica (none deployed with this fleet key is running)' : `${replicas.length} live replica${replicas.length === 1 ? '' : 's'}`;
-    return { ok: true, message: connection.redact(`Redis at ${connection.where} answers; fleet ${fleetKey}: ${count}`), fleetKey, replicas };
+    return { ok: true, message: connection.redact(`Redis at ${connection.where} answers; fleet ${fleetKey}: ${count}${warning ? `.${warning}` : ''}`), fleetKey, replicas };
   } catch (err) {
     // Without a connection the URL did not parse: parseRedisUrl's CONFIG errors are fixed texts, anything else is not shown.
     const raw = err instanceof Error ? err.message : String(err);
-    const message = connection ? connection.redact(raw) : err instanceof ChargingError ? raw : 'Coordinate replicas: the Redis URL could not be read';
-    return { ok: false, message, fleetKey };
+    // A refusal by Redis itself (a wrong password: CONFIG) says no more about the network than a success would.
+    const told = stored || (err instanceof ChargingError && err.code === 'CONFIG');
+    const message = connection ? (told ? connection.redact(raw) : TYPED_URL_FAILED) : err instanceof ChargingError ? raw : 'Coordinate replicas: the Redis URL could not be read';
+    return { ok: false, message: `${message}${warning}`, fleetKey };
   } finally {
     void connection?.close();
   }

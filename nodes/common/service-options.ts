@@ -10,7 +10,7 @@ import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT } from '../lib/client/ser
 import { isAuthMethod, parseTokenParams } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
 import { fleetKeyFor } from '../lib/fleet/keys';
-import { checkEndpointUrl, positiveNumber, resolveEnvReference } from '../lib/settings';
+import { checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
   baseUrl?: unknown;
@@ -78,7 +78,7 @@ export function clientOptions(RED: NodeAPI, settings: ServiceSettings, typed: Cr
   if (!credentials.clientId) throw new ChargingError('CONFIG', `The client ID is not set in the charging-service configuration (nor ${ENV_CLIENT_ID} in Node-RED's environment)`);
   if (!credentials.clientSecret) throw new ChargingError('CONFIG', `The client secret is not set in the charging-service configuration (nor ${ENV_CLIENT_SECRET} in Node-RED's environment)`);
   if (settings.authMethod !== undefined && settings.authMethod !== '' && !isAuthMethod(settings.authMethod)) {
-    throw new ChargingError('CONFIG', `Authentication "${String(settings.authMethod)}" is not one of basic, basic-form-encoded, client_secret_post`);
+    throw new ChargingError('CONFIG', 'Authentication is not one of basic, basic-form-encoded, client_secret_post', { field: 'authMethod' });
   }
   const options: ServiceClientOptions = {
     baseUrl: base.url,
@@ -101,7 +101,7 @@ function requestsPerSec(value: unknown): number {
   if (value === undefined || value === null || String(value).trim() === '') return 0;
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0 || n > 10_000) {
-    throw new ChargingError('CONFIG', `Max requests per second "${String(value)}" is not a number from 0 to 10000 (0 or empty: no limit; decimals allowed, e.g. 0.5)`);
+    throw new ChargingError('CONFIG', 'Max requests per second is not a number from 0 to 10000 (0 or empty: no limit; decimals allowed, e.g. 0.5)', { field: 'maxRequestsPerSec' });
   }
   return n;
 }
@@ -115,10 +115,22 @@ function gatewayOptions(settings: ServiceSettings, typed: Credentials, env: Node
   const apiKey = rawKey ? String(resolveEnvReference('API key', rawKey, env)) : undefined;
   const rawHeader = typeof settings.apiKeyHeader === 'string' ? settings.apiKeyHeader.trim() : '';
   const apiKeyHeader = rawHeader ? String(resolveEnvReference('API key header', rawHeader, env)).trim() : DEFAULT_API_KEY_HEADER;
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(apiKeyHeader)) throw new ChargingError('CONFIG', `API key header "${apiKeyHeader.slice(0, 40)}" is not a valid HTTP header name`);
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(apiKeyHeader)) throw new ChargingError('CONFIG', 'API key header is not a valid HTTP header name', { field: 'apiKeyHeader' });
   if (RESERVED_HEADERS.has(apiKeyHeader.toLowerCase())) throw new ChargingError('CONFIG', `API key header may not be ${apiKeyHeader}: the client sets that header itself`);
-  const tokenParams = parseTokenParams(resolveEnvReference('Token parameters', settings.tokenParams, env));
-  return { apiKey, apiKeyHeader, tokenParams };
+  return { apiKey, apiKeyHeader, tokenParams: tokenParamsOf(resolveEnvReference('Token parameters', settings.tokenParams, env)) };
+}
+
+/** The extra token parameters; a refusal names the field and the rule, never a part of the value (it may come from the environment). */
+function tokenParamsOf(value: unknown): Array<[string, string]> {
+  try {
+    return parseTokenParams(value);
+  } catch {
+    throw new ChargingError(
+      'CONFIG',
+      'Token parameters: write key=value&key2=value2 with URL-encoded values and no spaces; grant_type, client_id, client_secret and scope are set from their own fields',
+      { field: 'tokenParams' },
+    );
+  }
 }
 
 function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions | undefined {
@@ -143,6 +155,8 @@ export interface FleetSettings {
   /** settings.js chargingSession.fleet: cycle and lease (ms), for tests and for operators who want faster takeover */
   cycleMs?: number;
   leaseMs?: number;
+  /** to log (and show in Test connection): a remote Redis over plain redis://, where the fleet's token and data cross the network in clear */
+  warning?: string;
 }
 
 /**
@@ -167,5 +181,19 @@ export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Cr
     tls: tlsOptions(RED, typeof settings.fleetTls === 'string' ? settings.fleetTls : undefined),
     cycleMs: ms(tuning?.cycleMs),
     leaseMs: ms(tuning?.leaseMs),
+    warning: plainRemoteRedis(url),
   };
+}
+
+/** Plain http needs an opt-in; plain redis:// to another machine is at least said, since Redis holds the fleet's (encrypted) token. */
+function plainRemoteRedis(url: string): string | undefined {
+  if (!/^redis:/i.test(url)) return undefined;
+  let host: string;
+  try {
+    host = new URL(url).hostname;
+  } catch {
+    return undefined;
+  }
+  if (isLoopback(host)) return undefined;
+  return 'Coordinate replicas: Redis is reached over plain redis:// on another machine: its password, the fleet\'s data and the encrypted token cross the network unencrypted. Use rediss://';
 }

@@ -10,26 +10,43 @@ export function checkEndpointUrl(label: string, raw: unknown, allowInsecureHttp:
   if (typeof raw !== 'string' || raw.trim() === '') {
     throw new ChargingError('CONFIG', `${label} is not set in the charging-service configuration`);
   }
+  // No message below quotes the value: it may have come from the environment, and may be a secret put in the wrong field.
   const value = raw.trim();
+  if (value.length > MAX_URL_LENGTH) throw new ChargingError('CONFIG', `${label} is longer than ${MAX_URL_LENGTH} characters`);
+  // A query or fragment would cancel the fixed path appended to the URL (/v1/token, /poi/v1/charging-sessions).
+  if (value.includes('?') || value.includes('#')) throw new ChargingError('CONFIG', `${label} must not contain ? or #: the client appends the endpoint's path to it`);
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ChargingError('CONFIG', `${label} "${value}" is not a valid URL`);
+    throw new ChargingError('CONFIG', `${label} is not a valid URL`);
   }
   if (url.username || url.password) {
     throw new ChargingError('CONFIG', `${label} must not contain a user name or password; use the client ID and secret fields`);
   }
   if (url.protocol === 'https:') return { url: value };
-  if (url.protocol !== 'http:') throw new ChargingError('CONFIG', `${label} must start with https:// (got ${url.protocol})`);
+  if (url.protocol !== 'http:') throw new ChargingError('CONFIG', `${label} must start with https://`);
   if (isLoopback(url.hostname)) return { url: value };
   if (!allowInsecureHttp) {
     throw new ChargingError(
       'CONFIG',
-      `${label} uses plain http to ${url.host}: credentials and tokens would travel unencrypted. Use https, or tick "Allow insecure http" in the configuration.`,
+      `${label} uses plain http to a host other than this machine: credentials and tokens would travel unencrypted. Use https, or tick "Allow insecure http" in the configuration.`,
     );
   }
   return { url: value, warning: `${label} uses plain http to ${url.host}: credentials and tokens travel unencrypted` };
+}
+
+/** Longer is no service's address; the bound also keeps every later look at the URL short. */
+export const MAX_URL_LENGTH = 2048;
+
+/**
+ * The text without its trailing slashes. A loop, not `/\/+$/`: that regex
+ * tries every slash of a long run as a start and is quadratic in their number.
+ */
+export function trimTrailingSlashes(text: string): string {
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x2f) end--;
+  return text.slice(0, end);
 }
 
 /** `${NAME}`: the whole value names an environment variable, as Node-RED reads it. */

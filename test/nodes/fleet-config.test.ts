@@ -116,12 +116,13 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
     assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD)], 'the answer');
   });
 
-  it('Test connection: nothing listening at the URL is said as such', async () => {
+  it('Test connection: nothing listening at a typed URL gets the one answer every network failure of a typed URL gets (no port scanner)', async () => {
     await load(rt.sim, [PROGRESS, ...SINKS]);
     const port = await freePort();
     const res = await test({ coordination: `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:${port}` });
     assert.equal(res.body.redis.ok, false);
-    assert.match(res.body.redis.message, new RegExp(`Redis at redis://127\\.0\\.0\\.1:${port}\\): connect: could not reach Redis \\(ECONNREFUSED\\)`));
+    assert.match(res.body.redis.message, /no Redis answered at the URL typed in the dialog/);
+    assert.doesNotMatch(res.body.redis.message, /ECONNREFUSED/);
     assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD)], 'the answer');
   });
 
@@ -222,7 +223,7 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
         const took = Date.now() - started;
         assert.equal(res.body.ok, true, 'the service part is unaffected');
         assert.equal(res.body.redis.ok, false);
-        assert.match(res.body.redis.message, /Redis at redis:\/\/127\.0\.0\.1:\d+\).*(in time|no connection within)/);
+        assert.match(res.body.redis.message, /no Redis answered at the URL typed in the dialog/);
         // Generous: the bound is about 3 s; a dialog must not wait on a hung Redis for as long as the test's timeout.
         assert.ok(took < 12_000, `answered after ${took} ms`);
         assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD)], 'the answer');

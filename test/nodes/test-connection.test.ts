@@ -1,62 +1,201 @@
 /**
- * Test connection with the stored (not retyped) secret: the token it buys is a
- * live credential, so it is sent only to the deployed Base URL (or a `${NAME}`
- * one); for any other Base URL the answer says why the service was not probed.
+ * Test connection through Node-RED's real admin HTTP API, as a user with only
+ * the write permission could call it: nothing of Node-RED's environment comes
+ * back, and a stored secret (or the token it buys) goes only where the
+ * deployed configuration sends it, with the deployed TLS configuration.
  */
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { helper, load, startSimulator, CLIENT_ID, runtimeSuite } from '../harness';
+import { helper, load, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [[]] };
+/** A value of Node-RED's environment the dialog's user must never see or send elsewhere. */
+const ENV_SECRET = 'Env-Only-Secret-Value-0123456789-abcdefghijklmnop';
+
+/** An HTTP server that records what reaches it (path and headers) and answers 404. */
+async function captureServer(): Promise<{ url: string; seen: Array<{ url: string; headers: http.IncomingHttpHeaders }>; close(): Promise<void> }> {
+  const seen: Array<{ url: string; headers: http.IncomingHttpHeaders }> = [];
+  const server = http.createServer((req, res) => {
+    seen.push({ url: String(req.url), headers: req.headers });
+    req.resume();
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('secret page content');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return {
+    url: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    seen,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+function post(body: Record<string, unknown>) {
+  return helper.request().post('/charging-service/test').send(body).expect(200);
+}
+
+function assertNothingOf(text: string, ...values: string[]): void {
+  for (const v of values) assert.ok(!text.includes(v) && !text.includes(v.slice(0, 20)), `the answer holds a value it must not: ${text}`);
+}
 
 describe('Test connection: where a token from the stored secret may go', () => {
   const rt = runtimeSuite();
 
   it('does not send it to a Base URL other than the deployed one, and says why it did not probe', async () => {
     await load(rt.sim, [PROGRESS]);
-    const seen: string[] = [];
-    const elsewhere = http.createServer((req, res) => {
-      seen.push(String(req.headers.authorization));
-      res.writeHead(404).end();
-    });
-    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', () => r()));
+    const elsewhere = await captureServer();
     try {
-      const baseUrl = `http://127.0.0.1:${(elsewhere.address() as net.AddressInfo).port}`;
-      const res = await helper.request().post('/charging-service/test').send({ id: 'svc', baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' }).expect(200);
-      assert.deepEqual(seen, [], 'no request, no token, reached the other host');
+      const res = await post({ id: 'svc', baseUrl: elsewhere.url, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' });
+      assert.deepEqual(elsewhere.seen, [], 'no request, no token, reached the other host');
       assert.equal(res.body.probed, false);
       assert.match(res.body.message, /token received .*The service was not probed: a token issued for the stored secret is only sent to the deployed Base URL/);
       assert.equal(rt.sim.counters.tokensIssued, 1, 'the deployed token URL was asked');
     } finally {
-      elsewhere.closeAllConnections();
-      await new Promise<void>((r) => elsewhere.close(() => r()));
+      await elsewhere.close();
     }
   });
 
   it('probes the deployed Base URL with the stored secret', async () => {
     await load(rt.sim, [PROGRESS]);
-    const res = await helper.request().post('/charging-service/test').send({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' }).expect(200);
+    const res = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' });
     assert.equal(res.body.ok, true, res.body.message);
     assert.notEqual(res.body.probed, false);
     assert.equal(rt.sim.counters.progressQueries, 1);
   });
 
-  it('probes a Base URL given as ${NAME} (set by whoever runs Node-RED)', async () => {
-    await load(rt.sim, [PROGRESS]);
+  it('probes a Base URL given as ${NAME} when the deployed configuration has the same ${NAME}', async () => {
     const other = await startSimulator();
     process.env.CHARGING_TEST_PROBE_URL = other.baseUrl;
     try {
-      const res = await helper
-        .request()
-        .post('/charging-service/test')
-        .send({ id: 'svc', baseUrl: '${CHARGING_TEST_PROBE_URL}', authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' })
-        .expect(200);
+      await load(rt.sim, [PROGRESS], { baseUrl: '${CHARGING_TEST_PROBE_URL}' });
+      const res = await post({ id: 'svc', baseUrl: '${CHARGING_TEST_PROBE_URL}', authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__' });
       assert.notEqual(res.body.probed, false, res.body.message);
       assert.ok(other.requests.length >= 1, 'the environment-named service was probed');
     } finally {
       delete process.env.CHARGING_TEST_PROBE_URL;
       await other.stop();
     }
+  });
+});
+
+describe('Test connection: nothing of the environment, no stored secret to a typed place', () => {
+  const rt = runtimeSuite();
+  beforeEach(() => {
+    process.env.CHARGING_TEST_ENV_SECRET = ENV_SECRET;
+  });
+  afterEach(() => {
+    delete process.env.CHARGING_TEST_ENV_SECRET;
+    delete process.env.CHARGING_TEST_OTHER_URL;
+  });
+
+  it('does not read a ${NAME} typed as Base URL, and echoes no value in its error', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const res = await post({ id: 'svc', baseUrl: '${CHARGING_TEST_ENV_SECRET}', authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+    assert.equal(res.body.ok, false);
+    assertNothingOf(res.text, ENV_SECRET);
+    assert.match(res.body.message, /Base URL: a \$\{NAME\} typed in the dialog is read .* only when the deployed configuration has the same one/);
+  });
+
+  it('does not read a ${NAME} typed as Token parameters', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const res = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, tokenParams: '${CHARGING_TEST_ENV_SECRET}', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+    assert.equal(res.body.ok, false);
+    assertNothingOf(res.text, ENV_SECRET);
+    assert.equal(rt.sim.counters.tokensIssued, 0);
+  });
+
+  it('names the field of a malformed value, never the value', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const typed = 'Typed-Value-Never-Echoed-9876543210 x';
+    for (const field of ['baseUrl', 'authUrl', 'tokenParams', 'apiKeyHeader', 'maxRequestsPerSec', 'authMethod']) {
+      const body: Record<string, unknown> = { baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, [field]: typed };
+      const res = await post(body);
+      assert.equal(res.body.ok, false, field);
+      assertNothingOf(res.text, typed);
+    }
+  });
+
+  it('does not send an environment value typed as API key ${NAME} to a typed URL', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const elsewhere = await captureServer();
+    try {
+      const res = await post({ id: 'svc', baseUrl: elsewhere.url, authUrl: rt.sim.authUrl, apiKey: '${CHARGING_TEST_ENV_SECRET}', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+      assert.equal(res.body.ok, false);
+      assertNothingOf(JSON.stringify(elsewhere.seen), ENV_SECRET);
+      assert.equal(elsewhere.seen.length, 0);
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('does not send the stored secret to a token URL typed as ${NAME}', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const elsewhere = await captureServer();
+    process.env.CHARGING_TEST_OTHER_URL = elsewhere.url;
+    try {
+      const res = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: '${CHARGING_TEST_OTHER_URL}', clientId: CLIENT_ID, clientSecret: '__PWRD__' });
+      assert.equal(res.body.ok, false);
+      assert.deepEqual(elsewhere.seen, [], 'neither the stored secret nor anything else reached the other host');
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('refuses a typed URL ending in # or ?, which would cancel the fixed path', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const elsewhere = await captureServer();
+    try {
+      for (const suffix of ['/admin/private#', '/admin/private?']) {
+        const res = await post({ baseUrl: rt.sim.baseUrl, authUrl: `${elsewhere.url}${suffix}`, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+        assert.equal(res.body.ok, false);
+        assert.match(res.body.message, /Token URL must not contain \? or #/);
+        assertNothingOf(res.text, 'secret page content');
+      }
+      assert.deepEqual(elsewhere.seen, [], 'no path of the typed host was reached');
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('uses the deployed TLS configuration with the stored secret, not the one named in the request', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const res = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__', tls: 'some-other-tls-config' });
+    assert.equal(res.body.ok, true, res.body.message);
+  });
+
+  it('gives one answer for every failure of a typed redis:// URL (no port scanner)', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const notRedis = await captureServer();
+    const closed = net.createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', () => r()));
+    const closedPort = (closed.address() as net.AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    try {
+      const base = { baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET };
+      const refused = await post({ ...base, coordination: `redis://127.0.0.1:${closedPort}` });
+      const http = await post({ ...base, coordination: notRedis.url.replace('http:', 'redis:') });
+      assert.equal(refused.body.redis.ok, false);
+      assert.equal(http.body.redis.ok, false);
+      assert.equal(refused.body.redis.message, http.body.redis.message, 'a closed port and an HTTP server look the same');
+      assert.doesNotMatch(refused.body.redis.message, /ECONNREFUSED/);
+    } finally {
+      await notRedis.close();
+    }
+  });
+
+  it('always answers, even when the request makes it fail unexpectedly', async () => {
+    await load(rt.sim, [PROGRESS]);
+    // JSON cannot hold a function, but it can hold an object that String() cannot convert.
+    const hostile = { toString: 1, valueOf: 1 };
+    const res = await helper
+      .request()
+      .post('/charging-service/test')
+      .timeout(5_000)
+      .send({ id: 'svc', baseUrl: hostile, authUrl: hostile, clientId: CLIENT_ID, clientSecret: '__PWRD__', coordination: hostile });
+    assert.ok(res.status === 200 || res.status === 500, `status ${res.status}`);
+    assert.equal(res.body.ok, false);
+    assert.equal(typeof res.body.message, 'string');
   });
 });

@@ -7,9 +7,11 @@
 import crypto from 'node:crypto';
 import type https from 'node:https';
 import { ChargingError } from '../errors';
+import { trimTrailingSlashes } from '../settings';
 import type { ChargingCommand } from '../session/commands';
 import type { ProgressRecord } from '../session/record';
-import { bodyProblemText, describeBody, notFoundError, readJson, safeHost, transportReason } from './classify';
+import { bodyProblemText, describeBody, readJson, safeHost, transportReason } from './classify';
+import { gatewayRefusal, looksLikeNoSession, notFoundError } from './gateway-answers';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
@@ -114,7 +116,7 @@ const SESSIONS_PATH = '/poi/v1/charging-sessions';
 const PROGRESS_QUERY = 'progress query';
 
 export function sessionsEndpoint(baseUrl: string): string {
-  return baseUrl.trim().replace(/\/+$/, '') + SESSIONS_PATH;
+  return trimTrailingSlashes(baseUrl.trim()) + SESSIONS_PATH;
 }
 
 /** Keep the last few tokens in the redactor: one in use, one just replaced, one spare. */
@@ -163,7 +165,9 @@ export class ServiceClient {
     this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
     const fleet = options.fleet;
     const fetchToken = () => this.tokenEndpoint.requestWithRetry();
-    this.tokens = new TokenCache(fleet ? () => fleet.fetchToken(fetchToken) : fetchToken, {
+    // A token read from Redis was never seen by this replica's token endpoint: the redactor learns it here.
+    const fleetToken = fleet ? () => fleet.fetchToken(fetchToken).then((res) => (this.remember(res.accessToken), res)) : undefined;
+    this.tokens = new TokenCache(fleetToken ?? fetchToken, {
       now: options.now,
       ...options.tokenCache,
       onWarning: options.onWarning,
@@ -375,31 +379,6 @@ export class ServiceClient {
     this.recentTokens.push(token);
     while (this.recentTokens.length > RECENT_TOKENS) this.redactor.remove(this.recentTokens.shift() as string);
   }
-}
-
-/**
- * An API gateway's refusal rather than the service's: AWS API Gateway marks its
- * own answers with x-amzn-ErrorType (403 for a missing or wrong key); a 401
- * without a Bearer challenge (RFC 6750 §3 asks a resource server for
- * WWW-Authenticate: Bearer) comes from something in front that wants other
- * credentials, such as Kong's or Azure API Management's key check.
- */
-function gatewayRefusal(res: RawResponse, keySent: boolean): string | undefined {
-  if (res.status !== 401 && res.status !== 403) return undefined;
-  if (res.headers['x-amzn-errortype'] !== undefined) return 'the API gateway (AWS)';
-  const challenge = String(res.headers['www-authenticate'] ?? '');
-  if (res.status === 401 && !/bearer/i.test(challenge)) return keySent || challenge !== '' ? 'a gateway in front of the service' : undefined;
-  return undefined;
-}
-
-/**
- * A 404 from the service for an unknown token ("no session") rather than from a
- * server that has no such path: it names the token or speaks of a session, and
- * is not a framework's "cannot GET" page.
- */
-function looksLikeNoSession(text: string, probe: string): boolean {
-  if (/cannot (get|post)|no such path|no route|route not found|<html/i.test(text)) return false;
-  return text.includes(probe) || /session/i.test(text);
 }
 
 /** Statuses a progress query hands back rather than throws: any 2xx, and 404 (no session, or no such path: see notFoundError). */

@@ -14,6 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ChargingError } from '../errors';
+import { trimTrailingSlashes } from '../settings';
 
 /** A fleet key given by the user: short, printable, no braces (they would break the hash tag). */
 export const FLEET_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -36,7 +37,7 @@ export function fleetKeyFor(identity: FleetIdentity, given?: string): string {
     }
     return key;
   }
-  const norm = (u: string) => String(u ?? '').trim().replace(/\/+$/, '');
+  const norm = (u: string) => trimTrailingSlashes(String(u ?? '').trim());
   const digest = createHash('sha256').update(JSON.stringify([norm(identity.baseUrl), norm(identity.tokenUrl), String(identity.clientId ?? '')])).digest('hex');
   return `f-${digest.slice(0, 20)}`;
 }
