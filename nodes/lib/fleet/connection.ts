@@ -248,6 +248,13 @@ export class FleetConnection {
       commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
+      // A command whose answer was lost to a reconnect may have run: never sent twice behind the caller's back.
+      // The caller reads back what it wrote (a claim) or retries under the same id (a commit).
+      autoResendUnfulfilledCommands: false,
+      // A socket that answers nothing while commands wait is dropped (a silent partition, a frozen Redis),
+      // so that the next command fails at once instead of waiting out its timeout.
+      socketTimeout: 2 * (options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS),
+      keepAlive: 1_000,
       // A lost connection is re-established with a capped pause, until close().
       retryStrategy: (times: number) => (this.closed ? null : Math.min(MAX_RECONNECT_PAUSE_MS, 100 * 2 ** Math.min(times, 5))),
       // A failover can leave us on a read-only replica: reconnect (DNS then points at the new primary).

@@ -7,26 +7,37 @@
  * the first one is being sent and for `windowMs` after its outcome.
  *
  * Design:
- * 1. Claim: `SET cmd:<digest> "<replica id>\n" NX PX (sendMs + windowMs)`.
- *    The replica whose SET succeeds is the sender; the claim outlives the
- *    longest send (the client's whole deadline), so it cannot lapse while the
- *    command is on its way and let a second replica send it too.
- * 2. The sender sends, then publishes the outcome under the claim key (Lua:
- *    only while the claim is its own), as "<replica id>\n<outcome JSON>",
+ * 1. Claim: `SET cmd:<digest> "<attempt>:<replica id>\n" NX PX (sendMs + windowMs)`,
+ *    with a random attempt id per claim. The replica whose SET succeeds is
+ *    the sender; the claim outlives the longest send (the client's whole
+ *    deadline), so it cannot lapse while the command is on its way and let a
+ *    second replica send it too.
+ * 2. A refused SET, or one whose answer never came (a reply lost to a
+ *    reconnect, a timeout during a write pause: it may have run), reads the
+ *    key back: our attempt id → we are the sender; another's → duplicate;
+ *    absent → claim again. Retried until Redis answers, within the claim's
+ *    budget (readBackMs, at most the message's wait). Nothing is re-sent
+ *    blindly (the connection does not resend unanswered commands).
+ * 3. The sender sends, then publishes the outcome under the claim key (Lua:
+ *    only while the claim is its own), as "<attempt>:<replica id>\n<outcome JSON>",
  *    kept windowMs. The outcome is what the sender's flow got: the result,
  *    or the error as plain data (ChargingError.toJSON: no secrets).
- * 3. Every other replica is a duplicate: it does not send, and reads the
+ * 4. Every other replica is a duplicate: it does not send, and reads the
  *    claim (25 ms, doubling to 200 ms) until the outcome is there, until its
  *    own deadline, or until the claim is gone. It then tells its flow either
  *    the sender's outcome (`duplicate`) or a clear marker (`unknown`: the
  *    sender did not report in time, or stopped; the command may have been
  *    sent, so a START/STOP is OUTCOME_UNKNOWN, never retried from here).
- * 4. Redis unreachable when claiming: `unavailable`. The caller sends without
- *    deduplication and warns (a command must not be lost because Redis is).
+ * 5. `unavailable` (the caller sends without deduplication and warns: a
+ *    command must not be lost because Redis is) only when Redis stayed away
+ *    for the whole claim budget, or was already known down for longer than
+ *    that when the command came (then at once: no wait added per command
+ *    during an outage).
  *
  * A STOP repeated by "make sure it ends" is not a duplicate: only the first
  * STOP goes through claim(); its repeats are the sender's own business.
  */
+import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
 import { monotonicNow } from '../clock';
 import type { FleetConnection } from './connection';
@@ -58,6 +69,8 @@ export interface DedupOptions {
   windowMs?: number;
   /** the longest a send may take, the client's whole deadline included (default 60 s) */
   sendMs?: number;
+  /** how long a claim Redis did not answer is tried and read back before the command goes out unguarded (default 10 s) */
+  readBackMs?: number;
   now?: () => number;
 }
 
@@ -70,7 +83,10 @@ export interface DedupContext {
 export class CommandDedup {
   readonly windowMs: number;
   readonly sendMs: number;
+  readonly readBackMs: number;
   private readonly now: () => number;
+  /** monotonic ms since which Redis is known down; null while up */
+  private downSince: number | null = null;
 
   constructor(
     private readonly ctx: DedupContext,
@@ -78,7 +94,9 @@ export class CommandDedup {
   ) {
     this.windowMs = options.windowMs ?? 2_000;
     this.sendMs = options.sendMs ?? 60_000;
+    this.readBackMs = options.readBackMs ?? 10_000;
     this.now = options.now ?? monotonicNow;
+    ctx.connection.onHealth((h) => (this.downSince = h.up ? null : (this.downSince ?? this.now())));
   }
 
   /** The claim key's digest for a command: the four fields that make it "the same". */
@@ -92,15 +110,36 @@ export class CommandDedup {
    */
   async claim<T>(cmd: FleetCommand, waitMs: number, sendMs: number = this.sendMs): Promise<Claim<T>> {
     const key = this.ctx.keys.command(CommandDedup.digest(cmd));
-    const me = this.ctx.replicaId;
-    let got: string | null;
-    try {
-      got = await this.ctx.connection.run('claiming a command', (r) => r.set(key, `${me}\n`, 'PX', Math.max(sendMs, this.sendMs) + this.windowMs, 'NX'));
-    } catch (err) {
-      return { role: 'unavailable', error: this.ctx.connection.toError(err, 'claiming a command') };
+    const claimant = `${randomBytes(8).toString('hex')}:${this.ctx.replicaId}`;
+    const ttlMs = Math.max(sendMs, this.sendMs) + this.windowMs;
+    const start = this.now();
+    const deadline = start + Math.min(this.readBackMs, Math.max(0, waitMs));
+    if (this.downSince !== null && start - this.downSince >= this.readBackMs) {
+      return { role: 'unavailable', error: this.ctx.connection.toError(new Error(this.ctx.connection.health.reason ?? 'Redis is down'), 'claiming a command') };
     }
-    if (got === 'OK') return { role: 'sender', publish: (outcome) => this.publish(key, outcome) };
-    return this.awaitOutcome<T>(key, this.now() + Math.max(0, waitMs));
+    let tried = false;
+    let lastError: ChargingError | null = null;
+    for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
+      try {
+        // After a try whose answer never came, what Redis holds decides: ours, another's, or nothing yet.
+        let held = tried ? await this.read(key) : null;
+        if (held === null) {
+          tried = true;
+          const got = await this.ctx.connection.run('claiming a command', (r) => r.set(key, `${claimant}\n`, 'PX', ttlMs, 'NX'));
+          if (got === 'OK') return this.sender(key, claimant);
+          held = await this.read(key);
+        }
+        if (held !== null && held.claimant === claimant) return this.sender(key, claimant);
+        if (held !== null) return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));
+        // refused, then gone (it lapsed in between): claim again
+      } catch (err) {
+        lastError = this.ctx.connection.toError(err, 'claiming a command');
+        if (lastError.code === 'CLOSED' || lastError.code === 'CONFIG' || lastError.code === 'INTERNAL') return { role: 'unavailable', error: lastError };
+      }
+      const left = deadline - this.now();
+      if (left <= 0) return { role: 'unavailable', error: lastError ?? this.ctx.connection.toError(new Error('Command timed out'), 'claiming a command') };
+      await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+    }
   }
 
   /**
@@ -127,43 +166,79 @@ export class CommandDedup {
     return { role: 'sent', deduplicated: true, result };
   }
 
-  private async publish<T>(key: string, outcome: CommandOutcome<T>): Promise<void> {
-    try {
-      await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [this.ctx.replicaId, JSON.stringify(outcome), this.windowMs]);
-    } catch {
-      // The duplicates time out with a clear marker; the sender's own flow has its outcome.
+  private sender<T>(key: string, claimant: string): Claim<T> {
+    return { role: 'sender', publish: (outcome) => this.publish(key, claimant, outcome) };
+  }
+
+  private async read(key: string): Promise<Held | null> {
+    const value = await this.ctx.connection.run('reading a command claim', (r) => r.get(key));
+    return value === null ? null : parseHeld(value);
+  }
+
+  /** Publishing is idempotent (the same value under the same claim): retried while Redis does not answer, within readBackMs. */
+  private async publish<T>(key: string, claimant: string, outcome: CommandOutcome<T>): Promise<void> {
+    const deadline = this.now() + this.readBackMs;
+    for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
+      try {
+        await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [claimant, JSON.stringify(outcome), this.windowMs]);
+        return;
+      } catch (err) {
+        const left = deadline - this.now();
+        // The duplicates time out with a clear marker; the sender's own flow has its outcome.
+        if (this.ctx.connection.toError(err, 'publish').code === 'CLOSED' || left <= 0) return;
+        await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+      }
     }
   }
 
   private async awaitOutcome<T>(key: string, deadline: number): Promise<Claim<T>> {
     let pause = 25;
     let from: string | null = null;
+    let lastError: ChargingError | null = null;
     for (;;) {
-      let value: string | null;
+      let held: Held | null | undefined;
       try {
-        value = await this.ctx.connection.run('waiting for a command outcome', (r) => r.get(key));
+        held = await this.read(key);
+        lastError = null;
       } catch (err) {
-        const message = `The same command was claimed by ${from ?? 'another replica'}, and Redis could not be asked for its outcome: ${this.ctx.connection.toError(err, 'command outcome').message}`;
-        return { role: 'unknown', from, reason: 'redis-unavailable', message };
+        // A lost answer or a reconnect: asked again until the deadline (undefined: not known).
+        lastError = this.ctx.connection.toError(err, 'command outcome');
       }
-      if (value === null) {
+      if (held === null) {
         return { role: 'unknown', from, reason: 'sender-gone', message: `The same command was claimed by ${from ?? 'another replica'}, which gave no outcome before its claim lapsed; it may have been sent` };
       }
-      const nl = value.indexOf('\n');
-      from = value.slice(0, nl);
-      const json = value.slice(nl + 1);
-      if (json !== '') {
-        const outcome = parseOutcome<T>(json);
-        if (outcome) return { role: 'duplicate', from, outcome };
+      if (held) {
+        from = held.from;
+        if (held.outcome) return { role: 'duplicate', from, outcome: held.outcome as CommandOutcome<T> };
       }
       const left = deadline - this.now();
-      if (left <= 0) {
+      if (left <= 0 || lastError?.code === 'CLOSED') {
+        if (lastError) {
+          const message = `The same command was claimed by ${from ?? 'another replica'}, and Redis could not be asked for its outcome: ${lastError.message}`;
+          return { role: 'unknown', from, reason: 'redis-unavailable', message };
+        }
         return { role: 'unknown', from, reason: 'timeout', message: `The same command is being sent by ${from}; its outcome did not arrive in time (it may have been sent)` };
       }
       await new Promise((r) => setTimeout(r, Math.min(pause, left)));
       pause = Math.min(200, pause * 2);
     }
   }
+}
+
+/** A claim as Redis holds it: "<attempt>:<replica id>\n" while sending, the outcome JSON after the newline once published. */
+interface Held {
+  claimant: string;
+  /** the claiming replica's id */
+  from: string;
+  outcome: CommandOutcome<unknown> | null;
+}
+
+function parseHeld(value: string): Held {
+  const nl = value.indexOf('\n');
+  const claimant = nl < 0 ? value : value.slice(0, nl);
+  const colon = claimant.indexOf(':');
+  const json = nl < 0 ? '' : value.slice(nl + 1);
+  return { claimant, from: claimant.slice(colon + 1), outcome: json === '' ? null : parseOutcome(json) };
 }
 
 export type RunResult<T> =

@@ -29,6 +29,7 @@
  *   nothing already emitted; a replica that lost its lease cannot commit, so
  *   it emits nothing either.
  */
+import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
 import { monotonicNow } from '../clock';
 import { FailureReporter, type FleetConnection } from './connection';
@@ -90,6 +91,8 @@ interface Held {
   announced: boolean;
   /** commits of one token run one after the other (each expects the revision the last one wrote) */
   chain: Promise<unknown>;
+  /** a commit whose answer never came: its id, reused by the next commit from the same revision */
+  unresolved: { rev: number; id: string } | null;
 }
 
 /** Leases are taken and renewed in batches of this many keys: one short script each. */
@@ -106,6 +109,8 @@ export class WatchOwnership<S> {
   private readonly now: () => number;
   /** lease time less the margin for latency and clock-rate drift */
   private readonly validMs: number;
+  /** how long a commit whose answer was lost is retried (with the same id) before the caller hears "unavailable" */
+  private readonly commitRetryMs: number;
 
   constructor(
     readonly scope: string,
@@ -116,6 +121,7 @@ export class WatchOwnership<S> {
     this.now = ctx.now ?? monotonicNow;
     this.failures = new FailureReporter(ctx.connection, options.onError);
     this.validMs = ctx.leaseMs - Math.max(50, Math.min(1000, ctx.leaseMs / 10));
+    this.commitRetryMs = 2 * ctx.leaseMs;
   }
 
   /** May this replica poll the token now? Synchronous: ask it before every poll. */
@@ -216,14 +222,36 @@ export class WatchOwnership<S> {
     }
   }
 
+  /**
+   * One commit, exactly once: a commit id of its own, the same on every
+   * retry, so that a try applied in Redis whose answer was lost (a reconnect,
+   * a write pause) is recognised by the script as done, never "stale". The
+   * local lease is asked before the first try only: once a try may be in
+   * Redis, its fate is Redis's to say (the script checks the lease there). An
+   * answer that does not come within the retry time leaves the id with the
+   * token: the next commit from the same revision carries it.
+   */
   private async commitNow(token: string, h: Held, state: S | null): Promise<CommitResult> {
     if (this.held.get(token) !== h || !this.mayPoll(token)) return { ok: false, reason: 'not-owner', message: `${token} is no longer owned by this replica` };
+    const id = h.unresolved?.rev === h.rev ? h.unresolved.id : randomBytes(8).toString('hex');
+    const args = [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state), id];
+    const deadline = this.now() + this.commitRetryMs;
     let res: unknown;
-    try {
-      res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state)]);
-    } catch (err) {
-      return { ok: false, reason: 'unavailable', message: this.ctx.connection.toError(err, 'keeping a state').message };
+    for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
+      try {
+        res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], args);
+        break;
+      } catch (err) {
+        const error = this.ctx.connection.toError(err, 'keeping a state');
+        const left = deadline - this.now();
+        if (error.code === 'CLOSED' || this.closed || left <= 0) {
+          h.unresolved = { rev: h.rev, id };
+          return { ok: false, reason: 'unavailable', message: error.message };
+        }
+        await new Promise((r) => setTimeout(r, Math.min(pause, left)));
+      }
     }
+    h.unresolved = null;
     if (typeof res === 'number' && res > 0) {
       h.rev = res;
       return { ok: true, rev: res };
@@ -285,7 +313,7 @@ export class WatchOwnership<S> {
     if (this.now() >= validUntil) return; // the answer came too late to poll on it
     if (h) h.validUntil = validUntil;
     else {
-      this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve() });
+      this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null });
       acquired.push(token);
     }
   }
@@ -342,7 +370,7 @@ export class WatchOwnership<S> {
 }
 
 /**
- * "<rev>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
+ * "<rev>:<commit id>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
  * state that cannot be read keeps its revision (so that the next commit can
  * replace it) and counts as no session.
  */
@@ -351,7 +379,8 @@ export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | n
   const colon = raw.indexOf(':');
   const rev = Number(raw.slice(0, colon));
   if (colon < 1 || !Number.isInteger(rev)) return null;
-  const json = raw.slice(colon + 1);
+  // "<rev>:<commit id>:<JSON>"; "<rev>:<JSON>" as kept before commits had ids.
+  const json = COMMIT_ID.test(raw.slice(colon + 1, colon + 18)) ? raw.slice(colon + 18) : raw.slice(colon + 1);
   if (json === '') return { rev, state: null };
   try {
     return { rev, state: JSON.parse(json) as S };
@@ -359,3 +388,6 @@ export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | n
     return { rev, state: null };
   }
 }
+
+/** A commit id as kept before the state: 16 hex digits and the colon. */
+const COMMIT_ID = /^[0-9a-f]{16}:$/;

@@ -80,21 +80,34 @@ return out`,
 );
 
 /**
- * Compare-and-set of one token's reported state, only by its lease holder.
- * KEYS: lease key, state hash. ARGV: replica id, token, expected revision,
- * the new state's JSON ('' = no session: a tombstone that keeps the
- * revision). Returns the new revision, -1 when the lease is not ours, or
+ * Compare-and-set of one token's reported state, only by its lease holder,
+ * exactly once. KEYS: lease key, state hash. ARGV: replica id, token,
+ * expected revision, the new state's JSON ('' = no session: a tombstone that
+ * keeps the revision), commit id (16 hex digits, one per commit, the same on
+ * its retries). Kept as "<rev>:<commit id>:<JSON>". A retry whose first try
+ * was applied (its answer lost) finds "revision = expected + 1 with our id"
+ * and succeeds: the state is refreshed with the retry's while the lease is
+ * ours. Returns the new revision, -1 when the lease is not ours, or
  * {-2, current revision} when the state moved on without us.
  */
 export const COMMIT_STATE = new Script(
   'commitState',
-  `if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local cur = redis.call('HGET', KEYS[2], ARGV[2])
-local rev = 0
-if cur then rev = tonumber(string.sub(cur, 1, string.find(cur, ':', 1, true) - 1)) end
-if rev ~= tonumber(ARGV[3]) then return { -2, rev } end
+  `local cur = redis.call('HGET', KEYS[2], ARGV[2])
+local rev, id = 0, nil
+if cur then
+  rev = tonumber(string.match(cur, '^(%d+):') or '0')
+  id = string.match(cur, '^%d+:(%x+):')
+end
+local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+local expected = tonumber(ARGV[3])
+if rev == expected + 1 and id == ARGV[5] then
+  if mine then redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[5] .. ':' .. ARGV[4]) end
+  return rev
+end
+if not mine then return -1 end
+if rev ~= expected then return { -2, rev } end
 rev = rev + 1
-redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[4])
+redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[5] .. ':' .. ARGV[4])
 return rev`,
 );
 

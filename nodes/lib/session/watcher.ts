@@ -386,8 +386,10 @@ export class SessionWatcher {
 
   /**
    * Coordinate replicas: the changed state is committed to the fleet first;
-   * only a committed change is emitted (and kept locally). The entry stays in
-   * flight meanwhile, so the schedule does not poll it again on top.
+   * only a committed change is emitted (and kept locally), and every committed
+   * change is, whatever happened to the token meanwhile: the commit is the
+   * point of truth. The entry stays in flight meanwhile, so the schedule does
+   * not poll it again on top.
    */
   private commitThenEmit(commit: NonNullable<WatcherOptions['commit']>, entry: Entry, before: EntrySnapshot, events: WatchEvent[]): void {
     entry.inFlight = true;
@@ -395,9 +397,10 @@ export class SessionWatcher {
     commit(entry.token, state).then(
       (ok) => {
         entry.inFlight = false;
+        // A committed change goes out even when the token was released meanwhile: the new owner resumes from it.
+        if (ok) for (const e of events) this.deliver(e);
         if (!this.live(entry)) return;
         if (!ok) return restore(entry, before);
-        for (const e of events) this.deliver(e);
         this.save(entry);
       },
       (err: unknown) => {
