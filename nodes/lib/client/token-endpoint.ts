@@ -4,6 +4,7 @@
  * retries what is worth retrying. Every error names authentication (code AUTH).
  */
 import { ChargingError, closedError } from '../errors';
+import { trimTrailingSlashes } from '../settings';
 import { backoffDelay, parseRetryAfter } from './backoff';
 import { describeBody, safeHost, transportReason, unreached } from './classify';
 import type { Waits } from './deadlines';
@@ -94,13 +95,6 @@ export function tokenEndpoint(authUrl: string): string {
   const query = q >= 0 ? url.slice(q) : '';
   const path = trimTrailingSlashes(q >= 0 ? url.slice(0, q) : url);
   return (path.endsWith('/token') ? path : `${path}/v1/token`) + query;
-}
-
-/** The text without its trailing slashes, in linear time (a /\/+$/ regex backtracks on long runs of slashes). */
-export function trimTrailingSlashes(text: string): string {
-  let end = text.length;
-  while (end > 0 && text.charCodeAt(end - 1) === 47) end--;
-  return text.slice(0, end);
 }
 
 /** The value after "Basic " for a client authentication method (not used by client_secret_post). */
