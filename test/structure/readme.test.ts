@@ -150,6 +150,9 @@ describe('README against the code', () => {
     for (const type of NODES) {
       const help = read('nodes', 'locales', 'en-US', `${type}.html`);
       assert.doesNotMatch(help, /in the package/, `${type}: the docs are not shipped in the package`);
+      // A document named without a link cannot be opened from the editor.
+      const unlinked = help.replace(/<a [^>]*>[\s\S]*?<\/a>/g, '');
+      assert.doesNotMatch(unlinked, /docs\/[\w-]+\.md/, `${type}: a document cited without a link into the repository`);
       for (const m of help.matchAll(/href="([^"]+)"/g)) {
         assert.match(m[1], /^https:\/\//, `${type}: a link a user can open`);
         if (m[1].startsWith(REPO_FILE)) assert.ok(fs.existsSync(path.join(ROOT, m[1].replace(REPO_FILE, '').replace(/#.*$/, ''))), `${type} links ${m[1]}`);
