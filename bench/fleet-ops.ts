@@ -39,7 +39,8 @@ async function operations(redis: RedisServer): Promise<void> {
   fleet.kick();
   while (own.owned().length < 100) await new Promise((r) => setTimeout(r, 20));
   const local = async () => ({ accessToken: 'bench-token-value', expiresIn: 1800 });
-  await fleet.tokens.fetch(local);
+  const identity = { tokenUrl: 'http://127.0.0.1/v1/token', clientId: 'bench', clientSecret: 'bench-secret', scope: '', tokenParams: [] };
+  await fleet.tokens.fetch(local, identity);
   let n = 0;
   const rows: Array<[string, { median: number; p90: number }]> = [
     ['ping (the round trip itself)', await timeIt(2000, () => fleet.connection.run('ping', (r) => r.ping()))],
@@ -47,7 +48,7 @@ async function operations(redis: RedisServer): Promise<void> {
     ['lease renewal, 1 token', await timeIt(2000, () => fleet.connection.eval(LEASES, leaseKeys.slice(0, 1), [fleet.replicaId, 6000, 1]))],
     ['lease renewal, 100 tokens in one script', await timeIt(1000, () => fleet.connection.eval(LEASES, leaseKeys, [fleet.replicaId, 6000, 100]))],
     ['state commit (compare-and-set)', await timeIt(2000, () => own.commit(tokens[0], { n: ++n }))],
-    ['shared token read (hit)', await timeIt(2000, () => fleet.tokens.fetch(local))],
+    ['shared token read (hit)', await timeIt(2000, () => fleet.tokens.fetch(local, identity))],
     [
       'command claim + publish',
       await timeIt(1000, async () => {

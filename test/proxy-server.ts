@@ -13,6 +13,8 @@ export interface TestProxyOptions {
    * 'reset' reads it and resets the connection, 'lf' opens the tunnel with an answer whose lines end in a bare LF.
    */
   connectMode?: 'normal' | 'silent' | 'reset' | 'lf';
+  /** as Squid's default (`http_access deny CONNECT !SSL_ports`): a CONNECT to any port but 443 gets 403 */
+  connectOnlyTo443?: boolean;
   /** serve the proxy itself over TLS (an https:// proxy) */
   tls?: { key: string | Buffer; cert: string | Buffer };
 }
@@ -45,8 +47,10 @@ export class TestProxy {
         return;
       }
       const target = new URL(req.url ?? '');
+      // The proxy's credentials are for the proxy: a proxy does not pass them on.
+      const { 'proxy-authorization': _own, ...headers } = req.headers;
       const upstream = http.request(
-        { host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers: req.headers },
+        { host: target.hostname, port: target.port, path: target.pathname + target.search, method: req.method, headers },
         (up) => {
           res.writeHead(up.statusCode ?? 502, up.headers);
           up.pipe(res);
@@ -61,7 +65,8 @@ export class TestProxy {
     const server = this.opts.tls ? https.createServer(this.opts.tls, handler) : http.createServer(handler);
     server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
       this.seen.push(`CONNECT ${req.url}`);
-      const status = this.refused(req.headers) ? 407 : this.opts.connectStatus;
+      const squidRefuses = this.opts.connectOnlyTo443 && !String(req.url).endsWith(':443');
+      const status = this.refused(req.headers) ? 407 : squidRefuses ? 403 : this.opts.connectStatus;
       client.on('error', () => undefined);
       // Half-closed by the client: close our side too, as a proxy does (Node's http server allows half-open sockets).
       client.on('end', () => client.end());

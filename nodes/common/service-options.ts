@@ -120,16 +120,19 @@ function gatewayOptions(settings: ServiceSettings, typed: Credentials, env: Node
   return { apiKey, apiKeyHeader, tokenParams: tokenParamsOf(resolveEnvReference('Token parameters', settings.tokenParams, env)) };
 }
 
-/** The extra token parameters; a refusal names the field and the rule, never a part of the value (it may come from the environment). */
+/**
+ * The extra token parameters. parseTokenParams quotes the pair it refuses; the
+ * value may come from the environment, so such a refusal is said again without
+ * it. Its other refusals name only fixed words (a reserved parameter).
+ */
 function tokenParamsOf(value: unknown): Array<[string, string]> {
   try {
     return parseTokenParams(value);
-  } catch {
-    throw new ChargingError(
-      'CONFIG',
-      'Token parameters: write key=value&key2=value2 with URL-encoded values and no spaces; grant_type, client_id, client_secret and scope are set from their own fields',
-      { field: 'tokenParams' },
-    );
+  } catch (err) {
+    const text = err instanceof Error ? err.message : '';
+    if (!text.includes('"')) throw err;
+    const what = text.includes('URL-encoding') && !text.includes('key=value pair') ? 'a value is not valid URL-encoding' : 'a part is not a key=value pair';
+    throw new ChargingError('CONFIG', `Token parameters: ${what} (write key=value&key2=value2, URL-encoding special characters in values)`, { field: 'tokenParams' });
   }
 }
 

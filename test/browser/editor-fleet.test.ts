@@ -83,9 +83,11 @@ describe('editor: Coordinate replicas (Chromium)', function () {
     for (let i = 0; i < 100 && other.replicas()[0]?.owned !== 2; i++) await delay(50);
     assert.equal(other.replicas()[0]?.owned, 2, 'the other replica owns both tokens');
 
-    // The simulator's URLs and credentials come from Node-RED's environment, as npm start sets them.
-    await page.fill('#node-config-input-baseUrl', '${CHARGING_BASE_URL}');
-    await page.fill('#node-config-input-authUrl', '${CHARGING_AUTH_URL}');
+    // Typed in full: a ${NAME} (or a secret left to the environment) is used by Test connection only once deployed.
+    await page.fill('#node-config-input-baseUrl', session.sim.baseUrl);
+    await page.fill('#node-config-input-authUrl', session.sim.authUrl);
+    await page.fill('#node-config-input-clientId', session.sim.options.clientId as string);
+    await page.fill('#node-config-input-clientSecret', session.sim.options.clientSecret as string);
     await page.fill('#node-config-input-coordination', url);
     await page.fill('#node-config-input-fleetKey', fleetKey);
     const lines = await testRedis();

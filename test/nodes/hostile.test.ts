@@ -5,6 +5,7 @@
  * and no failure becomes an unhandled rejection.
  */
 import assert from 'node:assert/strict';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { SESSIONS_PATH } from '../../simulator/simulator';
 import { helper, load, Sink, send, until, loggedText, CLIENT_SECRET, runtimeSuite } from '../harness';
 import { assertNoPart } from '../lib/client/hostile.test';
@@ -32,6 +33,21 @@ describe('hostile servers and payloads, through the nodes in a real runtime', fu
     await out.nth(seen + 1);
     await until(() => (rt.sim.session(token)?.startedAt ?? Infinity) <= Date.now(), 'session start');
   }
+
+  it('a 1 MiB JSON 404 full of "route " is classified without stalling the runtime (event loop never held 100 ms)', async () => {
+    await load(rt.sim, [PROGRESS, ...SINKS, CATCH]);
+    // Every "route " started a scan to the end of the body for "not found": quadratic, minutes for 1 MiB.
+    const body = JSON.stringify({ message: 'route '.repeat(174_000) });
+    rt.sim.inject({ target: 'get', kind: 'status', status: 404, body, headers: { 'content-type': 'application/json' } });
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    send('progress', { payload: { token: 'RFID-1' } });
+    const out = await Sink.of('out').next();
+    delay.disable();
+    assert.equal(out.payload, null, "the service's own JSON without a gateway phrase: no session");
+    const worstMs = delay.max / 1e6;
+    assert.ok(worstMs < 100, `the event loop was held ${worstMs.toFixed(0)} ms`);
+  });
 
   it('a record nested 5000 deep, wired to two nodes: BAD_RESPONSE at Catch, nothing on the outputs, the node still works', async () => {
     await load(rt.sim, [START, PROGRESS, ...SINKS, CATCH]);

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
-import { helper, load, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
+import os from 'node:os';
+import { helper, load, loggedText, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [[]] };
 /** A value of Node-RED's environment the dialog's user must never see or send elsewhere. */
@@ -183,6 +184,21 @@ describe('Test connection: nothing of the environment, no stored secret to a typ
     } finally {
       await notRedis.close();
     }
+  });
+
+  it('warns of a plain redis:// to another machine, in the log and in Test connection', async function () {
+    // This machine's own non-loopback address: another host as far as the URL says, and a closed port answers at once.
+    const address = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === 'IPv4' && !a.internal)?.address;
+    if (!address) this.skip();
+    const url = `redis://${address}:1`;
+    await load(rt.sim, [PROGRESS], {}, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: url } });
+    const res = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__', coordination: '__PWRD__' });
+    assert.match(res.body.redis.message, /plain redis:\/\/ on another machine/);
+    assert.match(loggedText(), /plain redis:\/\/ on another machine/);
+    const local = await post({ id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__', coordination: 'redis://127.0.0.1:1' });
+    assert.doesNotMatch(local.body.redis.message, /plain redis:\/\//, 'not for this machine');
   });
 
   it('always answers, even when the request makes it fail unexpectedly', async () => {

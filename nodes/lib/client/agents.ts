@@ -1,9 +1,10 @@
 /**
  * The connection agents, well-kept ones: Node's http.Agent and https.Agent for
  * direct connections (https.Agent's session cache resumes TLS sessions), and
- * hpagent's HttpProxyAgent / HttpsProxyAgent through a proxy (CONNECT tunnels,
- * pooled and kept alive per destination, TLS with the destination on top by
- * https.Agent itself, so that sessions are resumed there too).
+ * through a proxy as curl goes: https:// in hpagent's CONNECT tunnels (pooled
+ * and kept alive per destination, TLS with the destination on top by
+ * https.Agent itself, so that sessions are resumed there too), http:// as
+ * absolute-form requests on Node's agents to the proxy (forwardAgents).
  *
  * What is ours is a thin layer that says WHERE a request stood when it failed,
  * so that classify.ts can be exact (a START that surely was not written is
@@ -81,14 +82,15 @@ interface TrackedRequest {
 }
 
 /** How far a request (axios's error.request: Node's ClientRequest) had got; its proxy, if any. */
-export function stageOf(request: unknown): { stage: Stage; proxy?: string } {
+export function stageOf(request: unknown): { stage: Stage; proxy?: string; forward?: boolean } {
   const req = request as TrackedRequest | undefined;
   if (!req) return { stage: 'queued' };
   const tunnels = req.agent ? tunnelsOf.get(req.agent) : undefined;
   const proxy = tunnels?.settings.where;
+  const forward = tunnels?.forward;
   if (tunnels?.pending.has(req)) return { stage: 'proxy', proxy };
-  if (!req.socket) return { stage: 'queued', proxy };
-  return { stage: stages.get(req.socket) ?? 'open', proxy };
+  if (!req.socket) return { stage: 'queued', proxy, forward };
+  return { stage: stages.get(req.socket) ?? 'open', proxy, forward };
 }
 
 /** Ends the CONNECT a request may still be waiting for (its exchange is over). */
@@ -126,6 +128,8 @@ class Tunnels {
   constructor(
     readonly settings: ProxySettings,
     proxyTls: tls.ConnectionOptions,
+    /** plain http in absolute form (forwardAgents): no CONNECT, the socket goes to the proxy itself */
+    readonly forward = false,
   ) {
     this.base = {
       ...(settings.protocol === 'https:' ? proxyTls : {}),
@@ -230,6 +234,23 @@ function proxyUrl(settings: ProxySettings): URL {
   const url = new URL(`${settings.protocol}//${host}:${settings.port}`);
   // hpagent passes url.hostname to http.request, which wants an IPv6 address without brackets.
   return net.isIPv6(settings.hostname) ? ({ protocol: url.protocol, hostname: settings.hostname, port: String(settings.port), username: '', password: '' } as unknown as URL) : url;
+}
+
+/**
+ * Plain http through a proxy as curl sends it: an absolute-form request to the
+ * proxy (`GET http://host/path`), never a CONNECT tunnel, which proxies often
+ * allow to port 443 only (Squid's default). axios writes the request line so
+ * (its `proxy` option: see transport.ts); these are Node's own agents, pooled
+ * per proxy, and they tell stageOf which proxy a failed connection was to.
+ */
+export function forwardAgents(settings: ProxySettings, agentOptions: http.AgentOptions, tlsOptions: https.AgentOptions): { httpAgent: http.Agent; httpsAgent: https.Agent } {
+  // An https:// proxy is reached with TLS, verified with the TLS configuration's CA as for a tunnel.
+  const proxyTls: tls.ConnectionOptions = tlsOptions.ca ? { ca: tlsOptions.ca } : {};
+  const httpAgent = new DirectHttpAgent(agentOptions);
+  const httpsAgent = new DirectHttpsAgent({ ...agentOptions, ...proxyTls });
+  tunnelsOf.set(httpAgent, new Tunnels(settings, proxyTls, true));
+  tunnelsOf.set(httpsAgent, new Tunnels(settings, proxyTls, true));
+  return { httpAgent, httpsAgent };
 }
 
 export function proxiedAgents(settings: ProxySettings, agentOptions: http.AgentOptions, tlsOptions: https.AgentOptions): { httpAgent: http.Agent; httpsAgent: https.Agent } {

@@ -15,8 +15,9 @@ import { gatewayRefusal, looksLikeNoSession, notFoundError } from './gateway-ans
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
-import { DEFAULT_RETRY, RequestRunner, RetryPolicy, SharedBudgetGate } from './request';
-import { TokenCache, TokenCacheOptions, TokenResponse } from './token-cache';
+import { DEFAULT_RETRY, RequestRunner, RetryPolicy } from './request';
+import type { FleetHooks, TokenIdentity } from './fleet-hooks';
+import { TokenCache, TokenCacheOptions } from './token-cache';
 import { AUTH_METHODS, AuthMethod, basicCredentials, isInvalidClient, TokenEndpoint, tokenEndpoint } from './token-endpoint';
 import { Destination, RawResponse, Transport, TransportError } from './transport';
 import { BudgetPriority, RequestBudget } from './request-budget';
@@ -57,20 +58,6 @@ export interface ServiceClientOptions {
   now?: () => number;
   /** Coordinate replicas: the fleet's token and request budget (nodes/lib/fleet); absent: this process alone */
   fleet?: FleetHooks;
-}
-
-/**
- * What the client takes from the fleet (docs/fleet.md), as plain functions, so
- * that the client loads no Redis code: Fleet implements them when the
- * configuration coordinates replicas.
- */
-export interface FleetHooks {
-  /** a token for the cache: the fleet's, or one fetched with fetchLocal for it (Redis away: for this replica alone) */
-  fetchToken(fetchLocal: () => Promise<TokenResponse>): Promise<TokenResponse>;
-  /** the service refused this token (401): forget it in Redis too; never rejects */
-  invalidateToken(value: string): void;
-  /** the fleet's Max requests per second at this limit */
-  budget(limit: number): SharedBudgetGate;
 }
 
 export interface RequestOptions {
@@ -166,12 +153,19 @@ export class ServiceClient {
     const fleet = options.fleet;
     const fetchToken = () => this.tokenEndpoint.requestWithRetry();
     // A token read from Redis was never seen by this replica's token endpoint: the redactor learns it here.
-    const fleetToken = fleet ? () => fleet.fetchToken(fetchToken).then((res) => (this.remember(res.accessToken), res)) : undefined;
+    const identity: TokenIdentity = {
+      tokenUrl: this.tokenUrl,
+      clientId: options.clientId,
+      clientSecret: options.clientSecret,
+      scope: (options.scope ?? '').trim(),
+      tokenParams: options.tokenParams ?? [],
+    };
+    const fleetToken = fleet ? () => fleet.fetchToken(fetchToken, identity).then((res) => (this.remember(res.accessToken), res)) : undefined;
     this.tokens = new TokenCache(fleetToken ?? fetchToken, {
       now: options.now,
       ...options.tokenCache,
       onWarning: options.onWarning,
-      ...(fleet ? { onInvalidated: (value: string) => fleet.invalidateToken(value) } : {}),
+      ...(fleet ? { onInvalidated: (value: string) => fleet.invalidateToken(value, identity) } : {}),
     });
     this.runner = new RequestRunner({
       destination: this.service,

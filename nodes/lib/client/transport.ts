@@ -7,10 +7,10 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import axios, { AxiosInstance, AxiosRequestConfig, AxiosResponse, CreateAxiosDefaults } from 'axios';
+import axios, { AxiosInstance, AxiosProxyConfig, AxiosRequestConfig, AxiosResponse, CreateAxiosDefaults } from 'axios';
 import type { Exchange } from './deadlines';
-import { abandonConnect, DirectHttpAgent, DirectHttpsAgent, proxiedAgents, proxyFailure, Stage, stageOf } from './agents';
-import { proxyChoice, proxySettings } from './proxy-env';
+import { abandonConnect, DirectHttpAgent, DirectHttpsAgent, forwardAgents, proxiedAgents, proxyFailure, Stage, stageOf } from './agents';
+import { proxyChoice, proxySettings, type ProxySettings } from './proxy-env';
 
 export interface TransportOptions {
   /** sockets per destination */
@@ -143,6 +143,7 @@ export class Transport {
       const choice = options.proxy === false ? null : options.proxy ? { url: options.proxy, from: 'the proxy setting' } : proxyChoice(url, process.env, warnOnce);
       let agents: Agents;
       let fresh: Agents;
+      let forward: ForwardProxy | undefined;
       if (!choice) {
         direct ??= {
           pooled: this.directAgents(keepAlive),
@@ -154,10 +155,13 @@ export class Transport {
         // Throws a CONFIG error naming the variable (never the password) for a socks:// proxy or undecodable credentials.
         const settings = proxySettings(choice.url, choice.from);
         for (const form of settings.secrets) onProxySecret(form);
-        agents = this.ownAll(proxiedAgents(settings, keepAlive, options.tls ?? {}));
-        fresh = this.ownAll(proxiedAgents(settings, oneShot, options.tls ?? {}));
+        // curl's rule: http:// to the proxy as an absolute-form request, https:// through CONNECT.
+        forward = new URL(url).protocol === 'http:' ? forwardProxy(settings) : undefined;
+        const make = forward ? forwardAgents : proxiedAgents;
+        agents = this.ownAll(make(settings, keepAlive, options.tls ?? {}));
+        fresh = this.ownAll(make(settings, oneShot, options.tls ?? {}));
       }
-      this.byDestination.set(url, new Destination(this.instance(agents), this.instance(fresh), safeWhere(url)));
+      this.byDestination.set(url, new Destination(this.instance(agents, forward), this.instance(fresh, forward), safeWhere(url), forward?.where));
     }
   }
 
@@ -172,8 +176,8 @@ export class Transport {
     for (const a of this.agents) a.destroy();
   }
 
-  private instance(agents: Agents): AxiosInstance {
-    return axios.create(axiosOptions(agents, this.options.maxBodyBytes));
+  private instance(agents: Agents, forward?: ForwardProxy): AxiosInstance {
+    return axios.create(axiosOptions(agents, this.options.maxBodyBytes, forward));
   }
 
   private directAgents(agentOpts: http.AgentOptions): Agents {
@@ -190,15 +194,28 @@ export class Transport {
   }
 }
 
+/** A proxy for plain http, as axios sends to one: the request line in absolute form, the credentials in our own header. */
+export interface ForwardProxy {
+  proxy: AxiosProxyConfig;
+  authorization?: string;
+  /** scheme://host:port, for messages */
+  where: string;
+}
+
+function forwardProxy(settings: ProxySettings): ForwardProxy {
+  return { proxy: { protocol: settings.protocol.slice(0, -1), host: settings.hostname, port: settings.port }, authorization: settings.authorization, where: settings.where };
+}
+
 /**
  * How the client configures axios, in one place: the benchmark builds its floor
  * (a0) from this same function, so that the floor is configured exactly as we are.
  */
-export function axiosOptions(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, maxBodyBytes: number): CreateAxiosDefaults {
+export function axiosOptions(agents: { httpAgent: http.Agent; httpsAgent: https.Agent }, maxBodyBytes: number, forward?: ForwardProxy): CreateAxiosDefaults {
   return {
     ...agents,
-    // Proxies come in as agents (above), decided once per destination.
-    proxy: false,
+    // Proxies are decided once per destination (above): a CONNECT tunnel is an agent; a
+    // forward proxy for plain http is axios's own absolute-form request, with our header.
+    proxy: forward?.proxy ?? false,
     // No axios timeout: it only bounds idle time (a server dripping its body one
     // byte a second never trips it) and costs a timer per request. The client's
     // DeadlineTimer bounds the whole exchange instead.
@@ -213,7 +230,7 @@ export function axiosOptions(agents: { httpAgent: http.Agent; httpsAgent: https.
     validateStatus: () => true,
     responseType: 'text',
     transformResponse: [(data: unknown) => data],
-    headers: { 'User-Agent': USER_AGENT },
+    headers: forward?.authorization ? { 'User-Agent': USER_AGENT, 'Proxy-Authorization': forward.authorization } : { 'User-Agent': USER_AGENT },
   };
 }
 
@@ -242,12 +259,24 @@ export const USER_AGENT = (() => {
 
 /** The axios instances for one destination: kept-alive connections, and one-shot ones. */
 export class Destination {
+  private readonly answer: (res: AxiosResponse<string>) => RawResponse;
+
   constructor(
     private readonly pooled: AxiosInstance,
     private readonly fresh: AxiosInstance,
     /** scheme://host:port, for messages */
     private readonly where: string,
-  ) {}
+    /** scheme://host:port of the proxy that plain http goes to in absolute form, if any */
+    forwardProxy?: string,
+  ) {
+    // 407 is a proxy's status only (RFC 9110 §15.5.8): through a forward proxy it is the proxy's refusal, nothing reached the service.
+    this.answer = forwardProxy
+      ? (res) => {
+          if (res.status === 407) throw new TransportError('proxy', 'ERR_PROXY_AUTH_REQUIRED', forwardProxy, 407, undefined, where);
+          return answer(res);
+        }
+      : answer;
+  }
 
   /**
    * One exchange. Resolves once the body is read (or failed after the headers:
@@ -266,9 +295,9 @@ export class Destination {
   send(req: RawRequest, exchange: Exchange): Promise<RawResponse> {
     const first = req.method === 'GET' ? this.pooled : this.fresh;
     // Promise steps, not an async function: one frame less on every poll (#19).
-    return first.request<string>(this.config(req, exchange)).then(answer, (err: unknown) => {
+    return first.request<string>(this.config(req, exchange)).then(this.answer, (err: unknown) => {
       if (first === this.pooled && staleReusedSocket(err, exchange)) {
-        return this.fresh.request<string>(this.config(req, exchange)).then(answer, (again: unknown) => failed(again, exchange, this.where));
+        return this.fresh.request<string>(this.config(req, exchange)).then(this.answer, (again: unknown) => failed(again, exchange, this.where));
       }
       return failed(err, exchange, this.where);
     });
@@ -320,12 +349,14 @@ function failed(err: unknown, exchange: Exchange, where: string): RawResponse {
     const announced = Number(res.headers['content-length']);
     return { status: res.status, headers: res.headers, text: null, bodyProblem: problem, announcedBytes: Number.isFinite(announced) ? announced : undefined };
   }
-  const { stage, proxy } = stageOf(e.request);
+  const { stage, proxy, forward } = stageOf(e.request);
   // A CONNECT still waiting for the proxy ends with its exchange (Node's Agent would keep it until the proxy answers).
   abandonConnect(e.request);
   if (exchange.aborted) throw new TransportError(exchange.ended === 'deadline' ? 'deadline' : 'closed', code, proxy, undefined, stage === 'open' ? undefined : stage, where);
   const atProxy = proxyFailure(err);
   if (atProxy) throw new TransportError('proxy', atProxy.code, atProxy.proxy, atProxy.proxyStatus, undefined, where);
+  // Through a forward proxy the only connection is the proxy's: failing to open it is the proxy failing.
+  if (forward && proxy && (stage === 'lookup' || stage === 'connect' || stage === 'tls')) throw new TransportError('proxy', code, proxy, undefined, undefined, where);
   if (stage === 'open' && !CLIENT_CERT_REFUSED.test(code)) throw new TransportError('failed', code, proxy, undefined, undefined, where);
   if (stage === 'lookup' || DNS_CODES.has(code)) throw new TransportError('dns', code, proxy, undefined, undefined, where);
   if (stage === 'tls' || stage === 'open') throw new TransportError('tls', code, proxy, undefined, undefined, where);

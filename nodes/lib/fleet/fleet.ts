@@ -17,7 +17,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
-import type { FleetHooks } from '../client/service-client';
+import type { FleetHooks } from '../client/fleet-hooks';
 import { FailureReporter, FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
 import { HEARTBEAT } from './scripts';
@@ -123,8 +123,8 @@ export class Fleet {
    */
   clientHooks(): FleetHooks {
     return {
-      fetchToken: (fetchLocal) => this.tokens.fetch(fetchLocal),
-      invalidateToken: (value) => void this.tokens.invalidate(value),
+      fetchToken: (fetchLocal, identity) => this.tokens.fetch(fetchLocal, identity),
+      invalidateToken: (value, identity) => void this.tokens.invalidate(value, identity),
       budget: (limit) => this.budget(limit),
     };
   }

@@ -56,14 +56,14 @@ export class FleetKeys {
     this.prefix = `chargectl:{${fleetKey}}:`;
   }
 
-  /** the shared access token (a secret: Redis must be private) and its lifetime */
-  get token(): string {
-    return `${this.prefix}token`;
+  /** one account's shared access token, sealed (token-seal.ts), and its lifetime; `identity`: tokenIdentityDigest */
+  token(identity: string): string {
+    return `${this.prefix}token:${identity}`;
   }
 
-  /** held by the one replica fetching a token (single flight across replicas) */
-  get tokenLock(): string {
-    return `${this.prefix}token:lock`;
+  /** held by the one replica fetching that account's token (single flight across replicas) */
+  tokenLock(identity: string): string {
+    return `${this.prefix}token:${identity}:lock`;
   }
 
   /** the fleet's request budget: when the next request may start (server µs) */

@@ -12,17 +12,25 @@
  * (`SET lock NX PX`) and asks the token endpoint; the others wait for the
  * token to appear, with a deadline, then read it: one token request per
  * lifetime for the whole fleet. The client secret never goes to Redis; the
- * access token does, so Redis must be private (rediss:// and a password).
+ * access token does, sealed, and Redis should still be private (rediss:// and
+ * a password).
  *
  * Redis unreachable, or no token in time: the replica asks the token
  * endpoint itself, as without coordination (`source: 'local'`).
+ *
+ * The token is stored per account and sealed with the client secret
+ * (token-seal.ts), and kept in Redis no longer than its own expiry capped at
+ * the spec's 30 minutes: a long expires_in does not leave a usable token in
+ * Redis for longer than the service promises it lives.
  */
+import type { TokenIdentity } from '../client/fleet-hooks';
 import type { TokenResponse } from '../client/token-cache';
 import { MIN_TOKEN_LIFETIME_MS, SPEC_TOKEN_LIFETIME_MS } from '../client/token-cache';
 import { monotonicNow } from '../clock';
 import type { FleetConnection } from './connection';
 import type { FleetKeys } from './keys';
 import { RELEASE, TOKEN_DROP, TOKEN_READ, TOKEN_STORE } from './scripts';
+import { TokenSeal, tokenIdentityDigest } from './token-seal';
 
 export interface SharedTokenOptions {
   /** the cache's renew margin (TokenCache renewMarginMs): a stored token this close to its end is not handed out */
@@ -57,6 +65,9 @@ export class SharedTokenStore {
   private readonly lockMs: number;
   private readonly pollMs: number;
   private readonly now: () => number;
+  private readonly seal = new TokenSeal();
+  /** per token key: the last token read or stored, and its sealed text (what TOKEN_DROP compares) */
+  private readonly seen = new Map<string, { value: string; sealed: string }>();
 
   constructor(
     private readonly ctx: TokenStoreContext,
@@ -75,21 +86,22 @@ export class SharedTokenStore {
    * the fleet (or for this replica alone when Redis is away). A failure of
    * `fetchLocal` is passed on as it is; a failure of Redis never is.
    */
-  async fetch(fetchLocal: () => Promise<TokenResponse>): Promise<SharedTokenResponse> {
+  async fetch(fetchLocal: () => Promise<TokenResponse>, identity: TokenIdentity): Promise<SharedTokenResponse> {
     const conn = this.ctx.connection;
+    const at = this.placeOf(identity);
     const lockId = `${this.ctx.replicaId}:${Math.random().toString(36).slice(2, 10)}`;
     const deadline = this.now() + this.lockMs + 1_000;
     try {
       let pause = this.pollMs;
       while (!conn.isClosed) {
-        const stored = await this.read();
+        const stored = await this.read(at);
         if (stored) return stored;
-        const locked = await conn.run('taking the token lock', (r) => r.set(this.ctx.keys.tokenLock, lockId, 'PX', this.lockMs, 'NX'));
+        const locked = await conn.run('taking the token lock', (r) => r.set(at.lock, lockId, 'PX', this.lockMs, 'NX'));
         if (locked === 'OK') {
           // Another replica may have stored a token between our look and our lock: look again first.
-          const fresh = await this.read();
-          if (!fresh) return await this.fetchForFleet(fetchLocal, lockId);
-          await conn.eval(RELEASE, [this.ctx.keys.tokenLock], [lockId]);
+          const fresh = await this.read(at);
+          if (!fresh) return await this.fetchForFleet(fetchLocal, at, lockId);
+          await conn.eval(RELEASE, [at.lock], [lockId]);
           return fresh;
         }
         if (this.now() >= deadline) break;
@@ -108,19 +120,32 @@ export class SharedTokenStore {
    * The service refused this token (401): forget it in Redis too, unless
    * another replica already replaced it. Never throws.
    */
-  async invalidate(value: string): Promise<void> {
+  async invalidate(value: string, identity: TokenIdentity): Promise<void> {
+    const at = this.placeOf(identity);
+    // Redis holds the sealed text: only a token this replica read or stored can be the one refused.
+    const seen = this.seen.get(at.token);
+    if (!seen || seen.value !== value) return;
     try {
-      await this.ctx.connection.eval(TOKEN_DROP, [this.ctx.keys.token], [value]);
+      await this.ctx.connection.eval(TOKEN_DROP, [at.token], [seen.sealed]);
     } catch {
       // Redis away: the token lapses by itself, and each replica gets a 401 once at most
     }
   }
 
-  /** The stored token if enough of its life is left (see fetch), else null. */
-  private async read(): Promise<SharedTokenResponse | null> {
-    const res = (await this.ctx.connection.eval(TOKEN_READ, [this.ctx.keys.token], [])) as unknown[];
-    const [value, lifetimeText, leftMs] = res;
-    if (typeof value !== 'string' || typeof leftMs !== 'number') return null;
+  private placeOf(identity: TokenIdentity): TokenPlace {
+    const digest = tokenIdentityDigest(identity);
+    return { identity, token: this.ctx.keys.token(digest), lock: this.ctx.keys.tokenLock(digest) };
+  }
+
+  /** The stored token if it opens with our secret and enough of its life is left (see fetch), else null. */
+  private async read(at: TokenPlace): Promise<SharedTokenResponse | null> {
+    const res = (await this.ctx.connection.eval(TOKEN_READ, [at.token], [])) as unknown[];
+    const [sealed, lifetimeText, leftMs] = res;
+    if (typeof sealed !== 'string' || typeof leftMs !== 'number') return null;
+    // Sealed with another secret (a replica misconfigured, or a secret rotated): no token, as if Redis held none.
+    const value = await this.seal.open(sealed, at.identity, at.token);
+    if (value === null) return null;
+    this.seen.set(at.token, { value, sealed });
     const lifetimeMs = Number(lifetimeText);
     // The cache renews min(margin, a tenth of the lifetime) before the end: a token inside that window
     // (or just before it) would be renewed at once, so the replica that gets there first fetches a new one.
@@ -130,23 +155,33 @@ export class SharedTokenStore {
   }
 
   /** This replica holds the lock: ask the token endpoint, store the answer, free the lock. */
-  private async fetchForFleet(fetchLocal: () => Promise<TokenResponse>, lockId: string): Promise<SharedTokenResponse> {
+  private async fetchForFleet(fetchLocal: () => Promise<TokenResponse>, at: TokenPlace, lockId: string): Promise<SharedTokenResponse> {
     let res: TokenResponse;
     try {
       res = await fetchLocal();
     } catch (err) {
       // Free the lock so that another replica (or our next try, after the cache's back-off) may ask.
-      await this.ctx.connection.eval(RELEASE, [this.ctx.keys.tokenLock], [lockId]).catch(() => undefined);
+      await this.ctx.connection.eval(RELEASE, [at.lock], [lockId]).catch(() => undefined);
       throw new FetchFailure(err);
     }
-    const lifetimeMs = typeof res.expiresIn === 'number' && Number.isFinite(res.expiresIn) && res.expiresIn > 0 ? res.expiresIn * 1000 : this.defaultLifetimeMs;
+    const given = typeof res.expiresIn === 'number' && Number.isFinite(res.expiresIn) && res.expiresIn > 0 ? res.expiresIn * 1000 : this.defaultLifetimeMs;
+    const lifetimeMs = Math.min(given, SPEC_TOKEN_LIFETIME_MS);
     try {
-      await this.ctx.connection.eval(TOKEN_STORE, [this.ctx.keys.token, this.ctx.keys.tokenLock], [res.accessToken, Math.round(lifetimeMs), Math.max(1, Math.round(lifetimeMs)), lockId]);
+      const sealed = await this.seal.seal(res.accessToken, at.identity, at.token);
+      await this.ctx.connection.eval(TOKEN_STORE, [at.token, at.lock], [sealed, Math.round(lifetimeMs), Math.max(1, Math.round(lifetimeMs)), lockId]);
+      this.seen.set(at.token, { value: res.accessToken, sealed });
     } catch (err) {
       this.ctx.onWarning?.(`The new token could not be shared (${this.ctx.connection.toError(err, 'storing the token').message}); other replicas ask for their own`);
     }
     return { ...res, source: 'fetched' };
   }
+}
+
+/** Where one account's token lives in Redis, and what opens it. */
+interface TokenPlace {
+  identity: TokenIdentity;
+  token: string;
+  lock: string;
 }
 
 /** The token endpoint's own failure, carried through the Redis error handling unchanged. */

@@ -62,7 +62,7 @@ describe('proxy failures', () => {
       assert.equal(sim.requests.length, 0, 'nothing reached the service');
     });
 
-    it('a 407 to the CONNECT of the START (token fetched directly): NETWORK, not OUTCOME_UNKNOWN, not sent again, no form of the credentials', async () => {
+    it('a 407 to the START (token fetched directly): NETWORK, not OUTCOME_UNKNOWN, not sent again, no form of the credentials', async () => {
       sim = await startSimulator();
       const tokenSim = await startSimulator();
       proxy = await new TestProxy({ requireAuth: 'Basic c29tZW9uZTplbHNl' }).start();
@@ -73,8 +73,8 @@ describe('proxy failures', () => {
         client = clientFor(sim, { ...fast, authUrl: tokenSim.authUrl });
         const err = (await rejection(client.sendCommand(start))) as ChargingError;
         assert.equal(tokenSim.counters.tokensIssued, 1, 'the token came directly');
-        // hpagent tunnels plain http through CONNECT: the 407 answers the CONNECT, and its page (which echoes our credentials) is never read.
-        assert.deepEqual(proxy.seen, [`CONNECT 127.0.0.1:${sim.options.port}`], 'one CONNECT, not sent again');
+        // Plain http goes to the proxy in absolute form: the 407 answers the START itself, and its page (which echoes our credentials) is never read.
+        assert.deepEqual(proxy.seen, [`POST http://127.0.0.1:${sim.options.port}/poi/v1/charging-sessions`], 'one request, not sent again');
         assert.equal(err.code, 'NETWORK', err.message);
         assert.equal(err.outcomeUnknown, false);
         assert.match(err.message, new RegExp(`^START: the proxy http://127\\.0\\.0\\.1:${proxy.port} refused the request: 407 Proxy Authentication Required`));

@@ -68,15 +68,43 @@ describe('transport: TLS and proxies', () => {
       await proxy.stop();
     });
 
-    it('sends both endpoints through HTTP_PROXY', async () => {
+    it('sends plain http to HTTP_PROXY as absolute-form requests, as curl does, so that a proxy allowing CONNECT to 443 only (Squid) serves it', async () => {
       sim = await startSimulator();
-      process.env.HTTP_PROXY = proxy.url;
-      client = clientFor(sim);
-      const res = await client.getProgress('nobody');
-      assert.equal(res.record, null);
-      // hpagent tunnels plain http too: one CONNECT per connection (token and service share host and port here).
-      assert.ok(proxy.seen.length >= 1 && proxy.seen.every((s) => s === `CONNECT 127.0.0.1:${sim.options.port}`), proxy.seen.join());
-      assert.equal(sim.counters.tokenRequests, 1, 'the token request went through the tunnel');
+      const squid = await new TestProxy({ connectOnlyTo443: true }).start();
+      try {
+        process.env.HTTP_PROXY = squid.url;
+        client = clientFor(sim);
+        const res = await client.getProgress('nobody');
+        assert.equal(res.record, null);
+        const base = `http://127.0.0.1:${sim.options.port}/`;
+        assert.equal(squid.seen.length, 2, squid.seen.join());
+        assert.ok(squid.seen[0].startsWith(`POST ${base}`) && squid.seen[0].endsWith('/v1/token'), squid.seen[0]);
+        assert.equal(squid.seen[1], `GET ${base}poi/v1/charging-sessions?token=nobody`);
+        assert.equal(sim.counters.tokenRequests, 1, 'the token request went through the proxy');
+      } finally {
+        await squid.stop();
+      }
+    });
+
+    it('passes the proxy its credentials on plain http requests, and a 407 is the proxy\'s refusal: NETWORK, naming the proxy, nothing reached the service', async () => {
+      sim = await startSimulator();
+      const auth = `Basic ${Buffer.from('user:pa:ss').toString('base64')}`;
+      const guarded = await new TestProxy({ requireAuth: auth }).start();
+      try {
+        process.env.HTTP_PROXY = `http://user:pa%3Ass@127.0.0.1:${guarded.port}`;
+        client = clientFor(sim);
+        assert.equal((await client.getProgress('nobody')).record, null);
+        await client.close();
+        process.env.HTTP_PROXY = `http://user:wrong@127.0.0.1:${guarded.port}`;
+        client = clientFor(sim, { tokenCache: { failureBackoffMs: 1 } });
+        const before = sim.requests.length;
+        const err = (await client.sendCommand({ action: 'START', locationId: 'L', evseId: '1', token: 'T' }).catch((e: unknown) => e)) as ChargingError;
+        assert.equal(err.code, 'NETWORK', err.message);
+        assert.match(err.message, new RegExp(`127\\.0\\.0\\.1:${guarded.port}`));
+        assert.equal(sim.requests.length, before, 'nothing reached the service or its token endpoint');
+      } finally {
+        await guarded.stop();
+      }
     });
 
     it('goes direct for hosts in NO_PROXY', async () => {

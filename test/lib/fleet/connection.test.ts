@@ -58,7 +58,7 @@ describe('fleet: Redis connection (real redis-server)', function () {
       assert.equal(fleetKeyFor(id, ' site-a '), 'site-a');
       assert.throws(() => fleetKeyFor(id, 'has{braces}'), (e: unknown) => e instanceof ChargingError && e.field === 'fleetKey');
       const keys = new FleetKeys(key);
-      const names = [keys.token, keys.tokenLock, keys.budget, keys.replicas, keys.replicaInfo, keys.command('abc'), keys.scope('n1').lease('RFID-1'), keys.scope('n1').state];
+      const names = [keys.token('abc'), keys.tokenLock('abc'), keys.budget, keys.replicas, keys.replicaInfo, keys.command('abc'), keys.scope('n1').lease('RFID-1'), keys.scope('n1').state];
       for (const k of names) assert.ok(k.startsWith(`chargectl:{${key}}:`), k);
       assert.notEqual(keys.scope('n1').list, keys.scope('n2').list);
     });

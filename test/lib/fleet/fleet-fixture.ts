@@ -66,6 +66,9 @@ export function fleetSuite(): FleetSuite {
   return suite;
 }
 
+/** The account simulatorToken asks a token for, as the fleet names and seals it. */
+export const IDENTITY = { tokenUrl: 'http://127.0.0.1/v1/token', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scope: '', tokenParams: [] } as const;
+
 /** The token request the client makes, sent to the simulator: a real HTTP exchange, counted there. */
 export function simulatorToken(sim: ChargingServiceSimulator): () => Promise<TokenResponse> {
   return async () => {

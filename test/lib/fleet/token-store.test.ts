@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { TokenCache, type TokenResponse } from '../../../nodes/lib/client/token-cache';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { startSimulator, CLIENT_SECRET } from '../../harness';
-import { dumpRedis, fleetSuite, simulatorToken, sleep } from './fleet-fixture';
+import { dumpRedis, fleetSuite, IDENTITY, simulatorToken, sleep } from './fleet-fixture';
 
 describe('fleet: one token for the fleet (real Redis, simulator token endpoint)', function () {
   this.timeout(20_000);
@@ -15,16 +15,17 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
   let sim: ChargingServiceSimulator;
   afterEach(async () => sim?.stop());
 
-  it('three replicas asking at once: one token request, the same token everywhere, and no client secret in Redis', async () => {
+  it('three replicas asking at once: one token request, the same token everywhere, and neither the client secret nor the token in clear in Redis', async () => {
     sim = await startSimulator();
     const fetch = simulatorToken(sim);
     const replicas = [suite.replica(), suite.replica(), suite.replica()];
-    const caches = replicas.map((f) => new TokenCache(() => f.tokens.fetch(fetch)));
+    const caches = replicas.map((f) => new TokenCache(() => f.tokens.fetch(fetch, IDENTITY)));
     const got = await Promise.all(caches.flatMap((c) => Array.from({ length: 10 }, () => c.get())));
     assert.equal(sim.counters.tokenRequests, 1, suite.reported.join('\n'));
     assert.equal(new Set(got.map((t) => t.value)).size, 1);
     const dump = await dumpRedis(suite.redis);
-    assert.ok(dump.includes(got[0].value), 'the token is in Redis (the check below can see values)');
+    assert.ok(dump.includes(':token:'), 'the token key is in Redis (the checks below can see values)');
+    assert.ok(!dump.includes(got[0].value), 'the token is sealed in Redis, never in clear');
     assert.ok(!dump.includes(CLIENT_SECRET), 'the client secret never goes to Redis');
     caches.forEach((c) => c.close());
   });
@@ -36,7 +37,7 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
     const counted = () => ((fetched += 1), fetch());
     const opts = { renewMarginMs: 1_000, minLifetimeMs: 300 };
     const replicas = [suite.replica({ token: opts }), suite.replica({ token: opts }), suite.replica({ token: opts })];
-    const caches = replicas.map((f) => new TokenCache(() => f.tokens.fetch(counted), opts));
+    const caches = replicas.map((f) => new TokenCache(() => f.tokens.fetch(counted, IDENTITY), opts));
     const values = new Set<string>();
     const until = Date.now() + 2_300;
     while (Date.now() < until) {
@@ -54,13 +55,13 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
     sim = await startSimulator();
     const fetch = simulatorToken(sim);
     const [a, b] = [suite.replica(), suite.replica()];
-    const first = await a.tokens.fetch(fetch);
+    const first = await a.tokens.fetch(fetch, IDENTITY);
     assert.equal(first.source, 'fetched');
-    assert.equal((await b.tokens.fetch(fetch)).accessToken, first.accessToken);
-    await b.tokens.invalidate('some-other-token'); // not the stored one: kept
-    assert.equal((await a.tokens.fetch(fetch)).source, 'fleet');
-    await b.tokens.invalidate(first.accessToken);
-    const next = await a.tokens.fetch(fetch);
+    assert.equal((await b.tokens.fetch(fetch, IDENTITY)).accessToken, first.accessToken);
+    await b.tokens.invalidate('some-other-token', IDENTITY); // not the stored one: kept
+    assert.equal((await a.tokens.fetch(fetch, IDENTITY)).source, 'fleet');
+    await b.tokens.invalidate(first.accessToken, IDENTITY);
+    const next = await a.tokens.fetch(fetch, IDENTITY);
     assert.equal(next.source, 'fetched');
     assert.notEqual(next.accessToken, first.accessToken);
     assert.equal(sim.counters.tokenRequests, 2);
@@ -72,10 +73,10 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
     const a = suite.replica();
     let fail = true;
     const flaky = (): Promise<TokenResponse> => (fail ? Promise.reject(new Error('token endpoint down')) : fetch());
-    await assert.rejects(a.tokens.fetch(flaky), /token endpoint down/);
+    await assert.rejects(a.tokens.fetch(flaky, IDENTITY), /token endpoint down/);
     fail = false;
     const b = suite.replica();
-    assert.equal((await b.tokens.fetch(flaky)).source, 'fetched', 'no stale lock holds the next replica up');
+    assert.equal((await b.tokens.fetch(flaky, IDENTITY)).source, 'fetched', 'no stale lock holds the next replica up');
   });
 
   it('with Redis away, a replica fetches its own token (source local) and says so', async () => {
@@ -83,7 +84,7 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
     const a = suite.replica();
     await a.connection.open();
     await suite.redis.stop();
-    const res = await a.tokens.fetch(simulatorToken(sim));
+    const res = await a.tokens.fetch(simulatorToken(sim), IDENTITY);
     assert.equal(res.source, 'local');
     assert.equal(sim.counters.tokenRequests, 1);
     assert.ok(suite.reported.some((t) => /shared token could not be used/.test(t)), suite.reported.join('\n'));
