@@ -43,6 +43,7 @@ import { monotonicNow } from '../clock';
 import type { FleetConnection } from './connection';
 import { digestOf, type FleetKeys } from './keys';
 import { COMMAND_PUBLISH } from './scripts';
+import { DownTimer } from './down-timer';
 
 export interface FleetCommand {
   action: 'START' | 'STOP';
@@ -85,8 +86,7 @@ export class CommandDedup {
   readonly sendMs: number;
   readonly readBackMs: number;
   private readonly now: () => number;
-  /** monotonic ms since which Redis is known down; null while up */
-  private downSince: number | null = null;
+  private readonly down: DownTimer;
 
   constructor(
     private readonly ctx: DedupContext,
@@ -96,7 +96,7 @@ export class CommandDedup {
     this.sendMs = options.sendMs ?? 60_000;
     this.readBackMs = options.readBackMs ?? 10_000;
     this.now = options.now ?? monotonicNow;
-    ctx.connection.onHealth((h) => (this.downSince = h.up ? null : (this.downSince ?? this.now())));
+    this.down = new DownTimer(ctx.connection, this.now);
   }
 
   /** The claim key's digest for a command: the four fields that make it "the same". */
@@ -114,8 +114,8 @@ export class CommandDedup {
     const ttlMs = Math.max(sendMs, this.sendMs) + this.windowMs;
     const start = this.now();
     const deadline = start + Math.min(this.readBackMs, Math.max(0, waitMs));
-    if (this.downSince !== null && start - this.downSince >= this.readBackMs) {
-      return { role: 'unavailable', error: this.ctx.connection.toError(new Error(this.ctx.connection.health.reason ?? 'Redis is down'), 'claiming a command') };
+    if (this.down.down && this.down.downForMs() >= this.readBackMs) {
+      return { role: 'unavailable', error: this.down.error() };
     }
     let tried = false;
     let lastError: ChargingError | null = null;
