@@ -81,6 +81,8 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
   const pending = new Set<Promise<unknown>>();
   /** every session the injects made, by transactionId */
   const sessions = new Map<string, { token: string; stopped: boolean }>();
+  /** what each replica's run() said, for a failing seed's message */
+  const roles: string[] = [];
   let starts = 0;
   let stops = 0;
   try {
@@ -91,10 +93,15 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
     // longer than a hand-over (a session begun and ended while no replica polls is not seen: polling's limit).
     const busyUntil = new Map<string, number>();
     const asked = new Map<string, number>();
+    // Faults all the time, on their own schedule, overlapping the commands and the watch's commits.
+    const faulting = (async () => {
+      while (Date.now() < end) {
+        faults.push(await fault(rnd, pick, replicas, redis));
+        await sleep(rnd() * 300);
+      }
+    })();
     while (Date.now() < end) {
-      const r = rnd();
-      if (r < 0.3) faults.push(await fault(rnd, pick, replicas, redis));
-      else if (r < 0.75) {
+      if (rnd() < 0.7) {
         const token = pick(tokens.filter((t) => (busyUntil.get(t) ?? 0) <= Date.now()).concat(['']));
         if (!token) continue;
         busyUntil.set(token, Infinity);
@@ -108,7 +115,10 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
           const known = sessions.get(String(live?.transactionId));
           if (known) known.stopped = true;
         }
-        const both = Promise.allSettled(replicas.map((x) => x.fleet.commands.run(cmd, () => x.client.sendCommand(cmd), 8_000))).then(() => {
+        // Often a fault right as the command goes out: its claim's answer lost, or a write pause.
+        if (rnd() < 0.4) void fault(rnd, pick, replicas, redis).then((f) => faults.push(`${f} at ${cmd.action}`));
+        const both = Promise.allSettled(replicas.map((x) => x.fleet.commands.run(cmd, () => x.client.sendCommand(cmd), 8_000, (e) => roles.push(`${key} unguarded: ${e.message}`)))).then((rs) => {
+          roles.push(`${key}: ${rs.map((r) => (r.status === 'fulfilled' ? r.value.role : `error ${(r.reason as Error).message}`)).join(' / ')}`);
           const now = sim.session(token);
           if (cmd.action === 'START' && now) sessions.set(now.transactionId, { token, stopped: false });
           busyUntil.set(token, Date.now() + 2_500);
@@ -118,11 +128,13 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
       }
       await sleep(100 + rnd() * 300);
     }
+    await faulting;
     for (const x of replicas) x.nemesis.heal();
     await Promise.all([...pending]);
     // Settle: every session is reported as it is now (started, or ended) within a few rounds.
     await sleep(4_000);
     check(sim, asked, sessions, events, violations);
+    if (violations.length > 0) violations.push(...roles);
   } finally {
     for (const x of replicas) {
       x.watcher.close();
@@ -195,7 +207,8 @@ function check(sim: ChargingServiceSimulator, asked: Map<string, number>, sessio
   for (const [tx, s] of sessions) {
     const started = count('started', tx);
     const ended = count('ended', tx);
-    if (started !== 1) violations.push(`session ${tx} (${s.token}): started emitted ${started} times`);
+    const seen = events.filter((e) => e.token === s.token).map((e) => `${e.event} ${String(e.session?.transactionId)}`);
+    if (started !== 1) violations.push(`session ${tx} (${s.token}): started emitted ${started} times; ${s.token}: ${seen.join(', ')}`);
     if (ended !== (s.stopped ? 1 : 0)) violations.push(`session ${tx} (${s.token}, ${s.stopped ? 'stopped' : 'charging'}): ended emitted ${ended} times`);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * A watched token's state as the fleet keeps it in Redis (ownership.ts, the
- * COMMIT_STATE script): "<rev>:<commit id>:<JSON>", the commit id being the
- * one that wrote it (so that a retry of that commit is known as done).
+ * COMMIT_STATE script): "<rev>:<ids>:<JSON>", ids being the last commit ids
+ * applied (so that a retry of one of them is known as done).
  */
 
 /** A token's state as kept in Redis: its revision, and the state (null: no session, after an end). */
@@ -11,7 +11,7 @@ export interface SavedEntry<S> {
 }
 
 /**
- * "<rev>:<commit id>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
+ * "<rev>:<ids>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
  * state that cannot be read keeps its revision (so that the next commit can
  * replace it) and counts as no session.
  */
@@ -20,8 +20,9 @@ export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | n
   const colon = raw.indexOf(':');
   const rev = Number(raw.slice(0, colon));
   if (colon < 1 || !Number.isInteger(rev)) return null;
-  // "<rev>:<commit id>:<JSON>"; "<rev>:<JSON>" as kept before commits had ids.
-  const json = COMMIT_ID.test(raw.slice(colon + 1, colon + 18)) ? raw.slice(colon + 18) : raw.slice(colon + 1);
+  // "<rev>:<ids>:<JSON>"; "<rev>:<JSON>" as kept before commits had ids (JSON starts with '{' or is empty).
+  const ids = COMMIT_IDS.exec(raw.slice(colon + 1, colon + 1 + 8 * 17 + 1));
+  const json = raw.slice(colon + 1 + (ids ? ids[0].length : 0));
   if (json === '') return { rev, state: null };
   try {
     return { rev, state: JSON.parse(json) as S };
@@ -30,5 +31,5 @@ export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | n
   }
 }
 
-/** A commit id as kept before the state: 16 hex digits and the colon. */
-const COMMIT_ID = /^[0-9a-f]{16}:$/;
+/** The commit ids kept before the state: up to 8 of 16 hex digits, comma-separated, and the colon. */
+const COMMIT_IDS = /^[0-9a-f]{16}(?:,[0-9a-f]{16}){0,7}:/;
