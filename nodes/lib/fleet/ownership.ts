@@ -101,6 +101,7 @@ export class WatchOwnership<S> {
   private version: string | null = null;
   private live: string[] = [];
   private closed = false;
+  private standingDown = false;
   private running: Promise<void> | null = null;
   private readonly failures: FailureReporter;
   private readonly now: () => number;
@@ -125,6 +126,16 @@ export class WatchOwnership<S> {
   mayPoll(token: string): boolean {
     const h = this.held.get(token);
     return !this.closed && h !== undefined && h.announced && this.now() < h.validUntil;
+  }
+
+  /**
+   * Gives this replica's share to the others (true: it cannot reach the
+   * service) or takes it back (false), from the next cycle on.
+   */
+  standDown(on: boolean): void {
+    if (this.standingDown === on) return;
+    this.standingDown = on;
+    this.ctx.kick();
   }
 
   /** The tokens this replica owns now. */
@@ -265,7 +276,9 @@ export class WatchOwnership<S> {
 
   /** Renews this replica's membership, reads the live members and, when it changed, the watch list. */
   private async heartbeat(): Promise<void> {
-    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', '0'])) as unknown[];
+    // Standing down: out of the members, so that rendezvous gives this replica nothing (its leases go at this cycle).
+    const leave = this.standingDown ? '1' : '0';
+    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', leave])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
     this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
     if (version === null && this.list.size > 0) {
