@@ -5,6 +5,7 @@
  *
  *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7 [--transport http|https-proxy|both]
  *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
+ *   npm run soak -- --fleet --seeds 20 --seconds 15   (Redis faults over two replicas: scripts/soak-fleet.ts)
  *
  * By default the run is made twice, half the time each: over plain http, then
  * over https (a private CA, given through a tls-config node) through an
@@ -30,6 +31,7 @@ import type { Node } from 'node-red';
 import { ChargingServiceSimulator, commandKey } from '../simulator/simulator';
 import { injectFaults, rng } from './soak-faults';
 import { soakControl } from './soak-control';
+import { soakFleet } from './soak-fleet';
 import { TestProxy } from '../test/proxy-server';
 
 /** Where the nodes talk to the simulator: plain http, or https (private CA through a tls-config node) through an authenticating CONNECT proxy. */
@@ -38,8 +40,10 @@ type Transport = 'http' | 'https-proxy';
 interface Args {
   /** 'both' (the default): the whole run twice, half the time each, http then https through the proxy */
   transport: Transport | 'both';
-  /** commands (START / progress / STOP by hand, as a flow does) or control (wishes to charging-control) */
-  rotation: 'commands' | 'control';
+  /** commands (START / progress / STOP by hand, as a flow does), control (wishes to charging-control), fleet (Redis faults: soak-fleet.ts) */
+  rotation: 'commands' | 'control' | 'fleet';
+  /** --fleet: how many seeded schedules */
+  seeds: number;
   /** connectors of the control rotation */
   connectors: number;
   seconds: number;
@@ -50,9 +54,14 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20 };
+  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20, seeds: 20 };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
+    if (argv[i] === '--fleet') {
+      a.rotation = 'fleet';
+      i--; // a flag: no value follows
+      continue;
+    }
     if (argv[i] === '--transport') {
       if (v !== 'http' && v !== 'https-proxy' && v !== 'both') throw new Error('--transport is http, https-proxy or both');
       a.transport = v;
@@ -62,6 +71,7 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === '--seed') a.seed = Number(v);
     else if (argv[i] === '--out') a.out = v;
     else if (argv[i] === '--connectors') a.connectors = Number(v);
+    else if (argv[i] === '--seeds') a.seeds = Number(v);
     else if (argv[i] === '--rotation' && (v === 'commands' || v === 'control')) a.rotation = v;
     else throw new Error(`unknown option ${argv[i]}`);
   }
@@ -101,6 +111,7 @@ function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandK
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.rotation === 'fleet') return soakFleet({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   const phases: Transport[] = args.transport === 'both' ? ['http', 'https-proxy'] : [args.transport];
   // Bounded whatever happens: the runs, a 35 s drain each, and a margin; a hang is a failure.
   const bound = args.seconds + 120 * phases.length;

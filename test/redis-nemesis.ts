@@ -30,6 +30,10 @@ export class RedisNemesis {
   private server: net.Server | null = null;
   private readonly pipes = new Set<Pipe>();
   private current: NemesisMode = 'pass';
+  /** connections accepted so far: a client that dropped a dead socket comes back as a new one */
+  accepted = 0;
+  /** connections the client closed itself (it gave up on a dead socket) */
+  dropped = 0;
   /** what was done, in order, for a failing test's message */
   readonly log: string[] = [];
 
@@ -96,12 +100,16 @@ export class RedisNemesis {
   }
 
   private accept(client: net.Socket): void {
+    this.accepted++;
     const upstream = net.connect(this.targetPort, '127.0.0.1');
     const pipe: Pipe = { client, upstream, holed: false };
     this.pipes.add(pipe);
     for (const s of [client, upstream]) {
       s.on('error', () => undefined);
-      s.on('close', () => this.cut(pipe));
+      s.on('close', () => {
+        if (s === client && this.pipes.has(pipe)) this.dropped++;
+        this.cut(pipe);
+      });
     }
     client.on('data', (d: Buffer) => {
       if (this.current === 'blackhole') pipe.holed = true;

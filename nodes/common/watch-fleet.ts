@@ -11,7 +11,11 @@ import type { Fleet } from '../lib/fleet/fleet';
 import type { WatchOwnership } from '../lib/fleet/ownership';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../lib/session/watcher';
 import type { NodeLifecycle } from './run-node';
+import { StandDown } from '../lib/fleet/stand-down';
 import { Status } from './status';
+
+/** Poll failures that say this replica cannot reach the service (not the service's word on one token). */
+const UNREACHABLE = new Set(['NETWORK', 'TIMEOUT', 'AUTH']);
 
 export class FleetWatchLink {
   private readonly own: WatchOwnership<SavedState>;
@@ -20,10 +24,15 @@ export class FleetWatchLink {
   private local: (token: string) => SavedState | undefined = () => undefined;
   private readonly offHealth: () => void;
 
+  /** gives this replica's share away while it cannot reach the service */
+  private readonly standDown: StandDown;
+
   constructor(
     private readonly fleet: Fleet,
     private readonly scope: string,
     private readonly life: NodeLifecycle,
+    /** one progress query of the given token: the probe of a replica that stood down */
+    probe: (token: string) => Promise<unknown>,
   ) {
     this.own = fleet.ownership<SavedState>(scope, {
       onChange: (change) => {
@@ -41,6 +50,12 @@ export class FleetWatchLink {
       },
       onError: (err) => life.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
     });
+    this.standDown = new StandDown(this.own, fleet.replicaId, () => probe(this.own.watched()[0] ?? ''), {
+      onChange: (down, err) => {
+        if (down) life.warnOnce('fleet-stand-down', `Coordinate replicas: this replica cannot reach the service (${err?.message ?? ''}); its watched tokens go to the other replicas until it can`);
+        else life.warnOnce('fleet-stand-down', 'Coordinate replicas: the service answers again; this replica takes its share of the watched tokens back');
+      },
+    });
     this.offHealth = fleet.onHealth((h) => {
       if (!h.up) life.board.set(Status.warn('fleetDown', { count: this.watcher?.size ?? 0 }));
       else this.showCount();
@@ -48,10 +63,11 @@ export class FleetWatchLink {
   }
 
   /** What the watcher asks before each poll and after each change. */
-  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit'> {
+  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit' | 'onPolled'> {
     return {
       mayPoll: (token) => this.own.mayPoll(token),
       commit: (token, state) => this.own.commit(token, state).then((r) => r.ok),
+      onPolled: (_token, err) => this.standDown.polled(err && UNREACHABLE.has(err.code) ? err : null),
     };
   }
 
@@ -86,6 +102,7 @@ export class FleetWatchLink {
   /** On close: leases given back at once (the others take over at their next cycle); a removed node's list is dropped from the fleet. */
   async close(removed: boolean): Promise<void> {
     this.offHealth();
+    this.standDown.close();
     if (removed) await this.own.unwatch(this.own.watched()).catch(() => undefined);
     await this.fleet.closeOwnership(this.scope);
   }

@@ -60,9 +60,9 @@ export class WatchMode {
     }
     let mode: WatchMode | null = null;
     const fleet = service.getFleet();
-    const link = fleet ? new FleetWatchLink(fleet, node.id, life) : null;
-    const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
+    const link = fleet ? new FleetWatchLink(fleet, node.id, life, (token) => client.getProgress(token, pollOptions)) : null;
+    const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const watcher = new SessionWatcher(
       progressPoll(client, pollOptions),
       {

@@ -12,14 +12,15 @@
  * now, or how long until a start is free (nothing reserved). A reservation
  * whose caller gives up is lost, which only lowers the rate. The local
  * RequestBudget stays in front (its order of commands before polls, its 429
- * back-off: pass its current rate). Redis unreachable: `unavailable`; the
- * caller falls back to the local budget at fallbackRate(), the limit shared
+ * back-off: pass its current rate). Redis unreachable, or known down (then
+ * at once, without asking it): `unavailable`; the caller falls back to the local budget at fallbackRate(), the limit shared
  * among the replicas last seen alive.
  */
 import type { ChargingError } from '../errors';
 import type { FleetConnection } from './connection';
 import type { FleetKeys } from './keys';
 import { BUDGET_TAKE } from './scripts';
+import { DownTimer } from './down-timer';
 
 export type BudgetTake =
   /** start after delayMs (0: now); `atUs`: the start reserved, on Redis's clock (µs since the epoch) */
@@ -37,11 +38,15 @@ export interface BudgetContext {
 }
 
 export class SharedRequestBudget {
+  private readonly down: DownTimer;
+
   /** limit: requests per second for the fleet; 0 or not a positive number: no limit */
   constructor(
     private readonly ctx: BudgetContext,
     readonly limit: number,
-  ) {}
+  ) {
+    this.down = new DownTimer(ctx.connection);
+  }
 
   get enabled(): boolean {
     return this.limit > 0 && Number.isFinite(this.limit);
@@ -59,6 +64,8 @@ export class SharedRequestBudget {
    */
   async take(maxWaitMs: number, rate: number = this.limit): Promise<BudgetTake> {
     if (!this.enabled) return { kind: 'go', delayMs: 0, atUs: Date.now() * 1000 };
+    // Known down: the local budget at once, not a command timeout per request; the fleet's heartbeat probes meanwhile.
+    if (this.down.down) return { kind: 'unavailable', error: this.down.error() };
     const perSec = Math.min(this.limit, rate > 0 ? rate : this.limit);
     const spacingUs = Math.ceil(1_000_000 / perSec);
     const maxWaitUs = Math.max(0, Math.floor(maxWaitMs * 1000));

@@ -7,21 +7,25 @@
  * the first one is being sent and for `windowMs` after its outcome.
  *
  * Design:
- * 1. Claim: `SET cmd:<digest> "<attempt>:<replica id>\n" NX PX (sendMs + windowMs)`,
- *    with a random attempt id per claim. The replica whose SET succeeds is
- *    the sender; the claim outlives the longest send (the client's whole
- *    deadline), so it cannot lapse while the command is on its way and let a
- *    second replica send it too.
- * 2. A refused SET, or one whose answer never came (a reply lost to a
- *    reconnect, a timeout during a write pause: it may have run), reads the
- *    key back: our attempt id → we are the sender; another's → duplicate;
- *    absent → claim again. Retried until Redis answers, within the claim's
- *    budget (readBackMs, at most the message's wait). Nothing is re-sent
- *    blindly (the connection does not resend unanswered commands).
+ * 1. Claim (Lua, COMMAND_CLAIM): the key `cmd:<digest>` takes
+ *    "<attempt>:<replica id>\n" for sendMs + windowMs, a random attempt id per
+ *    claim, unless it holds a claim or a recent outcome. The replica whose
+ *    claim lands is the sender; the claim outlives the longest send (the
+ *    client's whole deadline), so it cannot lapse while the command is on its
+ *    way and let a second replica send it too.
+ * 2. A claim whose answer never came (a reply lost to a reconnect, a timeout
+ *    during a write pause: it may have run) is the same call again: it reads
+ *    back our attempt id (we are the sender), another's (duplicate), or
+ *    claims. Retried until Redis answers, within the claim's budget
+ *    (readBackMs, at most the message's wait). Nothing is re-sent blindly
+ *    (the connection does not resend unanswered commands).
  * 3. The sender sends, then publishes the outcome under the claim key (Lua:
- *    only while the claim is its own), as "<attempt>:<replica id>\n<outcome JSON>",
- *    kept windowMs. The outcome is what the sender's flow got: the result,
- *    or the error as plain data (ChargingError.toJSON: no secrets).
+ *    only while the claim is its own) with the time on Redis's clock, kept
+ *    windowMs + readBackMs: a replica whose claim was held up by a fault still
+ *    finds the outcome of the send it raced with, while a claim first tried
+ *    more than windowMs after the outcome is a new command. The outcome is
+ *    what the sender's flow got: the result, or the error as plain data
+ *    (ChargingError.toJSON: no secrets).
  * 4. Every other replica is a duplicate: it does not send, and reads the
  *    claim (25 ms, doubling to 200 ms) until the outcome is there, until its
  *    own deadline, or until the claim is gone. It then tells its flow either
@@ -42,7 +46,8 @@ import { ChargingError } from '../errors';
 import { monotonicNow } from '../clock';
 import type { FleetConnection } from './connection';
 import { digestOf, type FleetKeys } from './keys';
-import { COMMAND_PUBLISH } from './scripts';
+import { COMMAND_CLAIM, COMMAND_PUBLISH } from './scripts';
+import { DownTimer } from './down-timer';
 
 export interface FleetCommand {
   action: 'START' | 'STOP';
@@ -85,8 +90,7 @@ export class CommandDedup {
   readonly sendMs: number;
   readonly readBackMs: number;
   private readonly now: () => number;
-  /** monotonic ms since which Redis is known down; null while up */
-  private downSince: number | null = null;
+  private readonly down: DownTimer;
 
   constructor(
     private readonly ctx: DedupContext,
@@ -96,7 +100,7 @@ export class CommandDedup {
     this.sendMs = options.sendMs ?? 60_000;
     this.readBackMs = options.readBackMs ?? 10_000;
     this.now = options.now ?? monotonicNow;
-    ctx.connection.onHealth((h) => (this.downSince = h.up ? null : (this.downSince ?? this.now())));
+    this.down = new DownTimer(ctx.connection, this.now);
   }
 
   /** The claim key's digest for a command: the four fields that make it "the same". */
@@ -114,30 +118,23 @@ export class CommandDedup {
     const ttlMs = Math.max(sendMs, this.sendMs) + this.windowMs;
     const start = this.now();
     const deadline = start + Math.min(this.readBackMs, Math.max(0, waitMs));
-    if (this.downSince !== null && start - this.downSince >= this.readBackMs) {
-      return { role: 'unavailable', error: this.ctx.connection.toError(new Error(this.ctx.connection.health.reason ?? 'Redis is down'), 'claiming a command') };
+    if (this.down.down && this.down.downForMs() >= this.readBackMs) {
+      return { role: 'unavailable', error: this.down.error() };
     }
-    let tried = false;
     let lastError: ChargingError | null = null;
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
       try {
-        // After a try whose answer never came, what Redis holds decides: ours, another's, or nothing yet.
-        let held = tried ? await this.read(key) : null;
-        if (held === null) {
-          tried = true;
-          const got = await this.ctx.connection.run('claiming a command', (r) => r.set(key, `${claimant}\n`, 'PX', ttlMs, 'NX'));
-          if (got === 'OK') return this.sender(key, claimant);
-          held = await this.read(key);
-        }
-        if (held !== null && held.claimant === claimant) return this.sender(key, claimant);
-        if (held !== null) return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));
-        // refused, then gone (it lapsed in between): claim again
+        // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
+        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs]);
+        const held = got === 'OK' ? null : parseHeld(String(got));
+        if (held === null || held.claimant === claimant) return this.sender(key, claimant);
+        return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));
       } catch (err) {
         lastError = this.ctx.connection.toError(err, 'claiming a command');
-        if (lastError.code === 'CLOSED' || lastError.code === 'CONFIG' || lastError.code === 'INTERNAL') return { role: 'unavailable', error: lastError };
+        if (lastError.code === 'CLOSED' || lastError.code === 'CONFIG') return { role: 'unavailable', error: lastError };
       }
       const left = deadline - this.now();
-      if (left <= 0) return { role: 'unavailable', error: lastError ?? this.ctx.connection.toError(new Error('Command timed out'), 'claiming a command') };
+      if (left <= 0) return { role: 'unavailable', error: lastError };
       await new Promise((r) => setTimeout(r, Math.min(pause, left)));
     }
   }
@@ -180,7 +177,7 @@ export class CommandDedup {
     const deadline = this.now() + this.readBackMs;
     for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
       try {
-        await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [claimant, JSON.stringify(outcome), this.windowMs]);
+        await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [claimant, JSON.stringify(outcome), this.windowMs + this.readBackMs]);
         return;
       } catch (err) {
         const left = deadline - this.now();
@@ -225,7 +222,7 @@ export class CommandDedup {
   }
 }
 
-/** A claim as Redis holds it: "<attempt>:<replica id>\n" while sending, the outcome JSON after the newline once published. */
+/** A claim as Redis holds it: "<attempt>:<replica id>\n" while sending, "… <ms> <outcome JSON>" after the newline once published. */
 interface Held {
   claimant: string;
   /** the claiming replica's id */
@@ -237,7 +234,9 @@ function parseHeld(value: string): Held {
   const nl = value.indexOf('\n');
   const claimant = nl < 0 ? value : value.slice(0, nl);
   const colon = claimant.indexOf(':');
-  const json = nl < 0 ? '' : value.slice(nl + 1);
+  const published = nl < 0 ? '' : value.slice(nl + 1);
+  // "<ms on Redis's clock> <outcome JSON>"
+  const json = published.slice(published.indexOf(' ') + 1);
   return { claimant, from: claimant.slice(colon + 1), outcome: json === '' ? null : parseOutcome(json) };
 }
 

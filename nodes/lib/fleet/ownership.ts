@@ -23,11 +23,11 @@
  *   over at their next cycle: within the lease time plus one cycle.
  * - Each token's last reported state (the watcher's SavedState, opaque here)
  *   is kept in Redis with a revision. commit() writes it only while the lease
- *   is ours and the revision is the one we loaded (compare-and-set in Lua).
- *   The caller commits *before* it emits, and emits only what was committed:
- *   a replica that takes a token over loads the committed state and so emits
- *   nothing already emitted; a replica that lost its lease cannot commit, so
- *   it emits nothing either.
+ *   is ours and the revision is the one we loaded (compare-and-set in Lua),
+ *   exactly once (a commit id, the same on retries: a lost answer is not a
+ *   conflict). The caller commits *before* it emits and emits what was
+ *   committed, whatever happened to the lease meanwhile: the commit is the
+ *   point of truth; a new owner resumes from it and so repeats nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
@@ -36,12 +36,9 @@ import { FailureReporter, type FleetConnection } from './connection';
 import type { ScopeKeys } from './keys';
 import { Rendezvous } from './rendezvous';
 import { COMMIT_STATE, HEARTBEAT, LEASES, WATCH_LIST } from './scripts';
+import { parseSaved, type SavedEntry } from './saved-state';
 
-/** A token's state as kept in Redis: its revision, and the state (null: no session, after an end). */
-export interface SavedEntry<S> {
-  rev: number;
-  state: S | null;
-}
+export type { SavedEntry };
 
 export interface AcquiredToken<S> {
   token: string;
@@ -104,6 +101,7 @@ export class WatchOwnership<S> {
   private version: string | null = null;
   private live: string[] = [];
   private closed = false;
+  private standingDown = false;
   private running: Promise<void> | null = null;
   private readonly failures: FailureReporter;
   private readonly now: () => number;
@@ -121,13 +119,23 @@ export class WatchOwnership<S> {
     this.now = ctx.now ?? monotonicNow;
     this.failures = new FailureReporter(ctx.connection, options.onError);
     this.validMs = ctx.leaseMs - Math.max(50, Math.min(1000, ctx.leaseMs / 10));
-    this.commitRetryMs = 2 * ctx.leaseMs;
+    this.commitRetryMs = Math.max(2 * ctx.leaseMs, 10_000);
   }
 
   /** May this replica poll the token now? Synchronous: ask it before every poll. */
   mayPoll(token: string): boolean {
     const h = this.held.get(token);
     return !this.closed && h !== undefined && h.announced && this.now() < h.validUntil;
+  }
+
+  /**
+   * Gives this replica's share to the others (true: it cannot reach the
+   * service) or takes it back (false), from the next cycle on.
+   */
+  standDown(on: boolean): void {
+    if (this.standingDown === on) return;
+    this.standingDown = on;
+    this.ctx.kick();
   }
 
   /** The tokens this replica owns now. */
@@ -237,6 +245,7 @@ export class WatchOwnership<S> {
     const args = [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state), id];
     const deadline = this.now() + this.commitRetryMs;
     let res: unknown;
+    let sent = false;
     for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
       try {
         res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], args);
@@ -244,6 +253,9 @@ export class WatchOwnership<S> {
       } catch (err) {
         const error = this.ctx.connection.toError(err, 'keeping a state');
         const left = deadline - this.now();
+        // Not connected at the first try: nothing went out, nothing to resolve.
+        if (!sent && NOT_SENT.test(String((err as Error)?.message))) return { ok: false, reason: 'unavailable', message: error.message };
+        sent = true;
         if (error.code === 'CLOSED' || this.closed || left <= 0) {
           h.unresolved = { rev: h.rev, id };
           return { ok: false, reason: 'unavailable', message: error.message };
@@ -264,7 +276,9 @@ export class WatchOwnership<S> {
 
   /** Renews this replica's membership, reads the live members and, when it changed, the watch list. */
   private async heartbeat(): Promise<void> {
-    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', '0'])) as unknown[];
+    // Standing down: out of the members, so that rendezvous gives this replica nothing (its leases go at this cycle).
+    const leave = this.standingDown ? '1' : '0';
+    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', leave])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
     this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
     if (version === null && this.list.size > 0) {
@@ -369,25 +383,5 @@ export class WatchOwnership<S> {
   }
 }
 
-/**
- * "<rev>:<commit id>:<JSON>" (JSON empty: no session) -> SavedEntry; null when absent. A
- * state that cannot be read keeps its revision (so that the next commit can
- * replace it) and counts as no session.
- */
-export function parseSaved<S>(raw: string | null | undefined): SavedEntry<S> | null {
-  if (typeof raw !== 'string') return null;
-  const colon = raw.indexOf(':');
-  const rev = Number(raw.slice(0, colon));
-  if (colon < 1 || !Number.isInteger(rev)) return null;
-  // "<rev>:<commit id>:<JSON>"; "<rev>:<JSON>" as kept before commits had ids.
-  const json = COMMIT_ID.test(raw.slice(colon + 1, colon + 18)) ? raw.slice(colon + 18) : raw.slice(colon + 1);
-  if (json === '') return { rev, state: null };
-  try {
-    return { rev, state: JSON.parse(json) as S };
-  } catch {
-    return { rev, state: null };
-  }
-}
-
-/** A commit id as kept before the state: 16 hex digits and the colon. */
-const COMMIT_ID = /^[0-9a-f]{16}:$/;
+/** ioredis's words for a command refused before it was written (no offline queue, not connected). */
+const NOT_SENT = /Stream isn't writeable|enableOfflineQueue/;

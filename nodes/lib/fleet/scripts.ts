@@ -84,30 +84,34 @@ return out`,
  * exactly once. KEYS: lease key, state hash. ARGV: replica id, token,
  * expected revision, the new state's JSON ('' = no session: a tombstone that
  * keeps the revision), commit id (16 hex digits, one per commit, the same on
- * its retries). Kept as "<rev>:<commit id>:<JSON>". A retry whose first try
- * was applied (its answer lost) finds "revision = expected + 1 with our id"
- * and succeeds: the state is refreshed with the retry's while the lease is
- * ours. Returns the new revision, -1 when the lease is not ours, or
- * {-2, current revision} when the state moved on without us.
+ * its retries). Kept as "<rev>:<ids>:<JSON>", ids being the last 8 commit ids
+ * applied, newest first. A retry whose first try was applied (its answer
+ * lost) finds its id there and succeeds, even when later commits followed;
+ * while its try is still the newest and the lease ours, the state is
+ * refreshed with the retry's. Returns the revision, -1 when the lease is not
+ * ours, or {-2, current revision} when the state moved on without us.
  */
 export const COMMIT_STATE = new Script(
   'commitState',
   `local cur = redis.call('HGET', KEYS[2], ARGV[2])
-local rev, id = 0, nil
+local rev, ids = 0, ''
 if cur then
   rev = tonumber(string.match(cur, '^(%d+):') or '0')
-  id = string.match(cur, '^%d+:(%x+):')
+  ids = string.match(cur, '^%d+:([%x,]+):') or ''
 end
 local mine = redis.call('GET', KEYS[1]) == ARGV[1]
-local expected = tonumber(ARGV[3])
-if rev == expected + 1 and id == ARGV[5] then
-  if mine then redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[5] .. ':' .. ARGV[4]) end
+local id = ARGV[5]
+local at = string.find(ids, id, 1, true)
+if at then
+  if at == 1 and mine then redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ids .. ':' .. ARGV[4]) end
   return rev
 end
 if not mine then return -1 end
-if rev ~= expected then return { -2, rev } end
+if rev ~= tonumber(ARGV[3]) then return { -2, rev } end
 rev = rev + 1
-redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ARGV[5] .. ':' .. ARGV[4])
+ids = string.sub(id .. ',' .. ids, 1, 8 * 17 - 1)
+ids = string.gsub(ids, ',$', '')
+redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ids .. ':' .. ARGV[4])
 return rev`,
 );
 
@@ -185,16 +189,41 @@ return { 1, at, at - nowUs }`,
 );
 
 /**
+ * Claims a command (dedup.ts) or reads back a claim whose answer was lost:
+ * one call does both, so a retry is the same call. KEYS: claim. ARGV:
+ * claimant ("<attempt>:<replica id>"), claim ms, ms since the claimer's first
+ * try, duplicate window ms. Returns 'OK' when the claim is now the caller's,
+ * else the value held (the caller's own claimant in it: its earlier try
+ * landed). An outcome published more than the window before the caller's
+ * first try (a duration, on Redis's clock: no skew) is a finished command:
+ * claimed anew. A claimer held up by a fault still sees the outcome of the
+ * send it raced with.
+ */
+export const COMMAND_CLAIM = new Script(
+  'commandClaim',
+  `${NOW}
+local v = redis.call('GET', KEYS[1])
+if v then
+  local at = tonumber(string.match(v, '\\n(%d+) '))
+  if not at or at + tonumber(ARGV[4]) > nowMs - tonumber(ARGV[3]) then return v end
+end
+redis.call('SET', KEYS[1], ARGV[1] .. '\\n', 'PX', ARGV[2])
+return 'OK'`,
+);
+
+/**
  * The sender of a command publishes its outcome under its claim, if the claim
- * is still its own. The claim's value is "<replica id>\\n" while sending and
- * "<replica id>\\n<outcome JSON>" after. KEYS: claim. ARGV: replica id,
- * outcome JSON, ms to keep it. Returns 1, or 0 when the claim was lost.
+ * is still its own. The claim's value is "<claimant>\n" while sending and
+ * "<claimant>\n<ms on Redis's clock> <outcome JSON>" after. KEYS: claim.
+ * ARGV: claimant, outcome JSON, ms to keep it. Returns 1, or 0 when the claim
+ * was lost.
  */
 export const COMMAND_PUBLISH = new Script(
   'commandPublish',
-  `local v = redis.call('GET', KEYS[1])
+  `${NOW}
+local v = redis.call('GET', KEYS[1])
 if not v or string.sub(v, 1, #ARGV[1] + 1) ~= ARGV[1] .. '\\n' then return 0 end
-redis.call('SET', KEYS[1], ARGV[1] .. '\\n' .. ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[1], ARGV[1] .. '\\n' .. nowMs .. ' ' .. ARGV[2], 'PX', ARGV[3])
 return 1`,
 );
 

@@ -75,6 +75,8 @@ export interface WatcherOptions {
    * the replica that polls it next decides them again from there.
    */
   commit?: (token: string, state: SavedState | null) => Promise<boolean>;
+  /** Coordinate replicas: the outcome of every poll (null: answered), to tell a replica that cannot reach the service */
+  onPolled?: (token: string, err: ChargingError | null) => void;
 }
 
 /**
@@ -337,6 +339,7 @@ export class SessionWatcher {
     entry.inFlight = true;
     this.poll(entry.token).then(
       (record) => {
+        this.options.onPolled?.(entry.token, null);
         if (this.entries.get(entry.token) !== entry) return void (entry.inFlight = false); // unwatched meanwhile
         entry.lastError = null;
         if (record === null && entry.seen && !confirming) return this.confirmEnd(entry);
@@ -355,6 +358,7 @@ export class SessionWatcher {
         if (this.entries.get(entry.token) !== entry) return;
         const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
         if (error.code === 'CLOSED') return;
+        this.options.onPolled?.(entry.token, error);
         // One report per streak of the same failure, not one per poll.
         if (entry.lastError === error.message) return;
         entry.lastError = error.message;

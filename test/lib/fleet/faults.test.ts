@@ -67,6 +67,22 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
     assert.deepEqual(roles.sort(), ['duplicate', 'duplicate', 'sent']);
   });
 
+  it('a claim held up by a fault past the duplicate window still gets the outcome of the send it raced with', async () => {
+    const cmd = startCommand({ locationId: 'LOC-1', evseId: '3', token: 'RFID-LATE' });
+    const a = suite.replica({ dedup: { windowMs: 200 } });
+    const b = suite.replica({ url: nemesis.urlFor(suite.redis.url), dedup: { windowMs: 200 } });
+    await Promise.all([a.connection.open(), b.connection.open()]);
+    nemesis.blackhole();
+    const late = b.commands.run(cmd, () => client().sendCommand(cmd), 5_000);
+    await sleep(50);
+    assert.equal((await a.commands.run(cmd, () => client().sendCommand(cmd), 5_000)).role, 'sent');
+    await sleep(600); // three windows
+    nemesis.heal();
+    const res = await late;
+    assert.equal(res.role, 'duplicate', JSON.stringify(res));
+    assert.equal(sim.counters.startArrivals, 1);
+  });
+
   /** One replica watching one token through the nemesis, its events recorded. */
   async function watching(token: string, wrap?: (commit: (t: string, s: SavedState | null) => Promise<boolean>, w: () => SessionWatcher) => (t: string, s: SavedState | null) => Promise<boolean>) {
     const fleet = viaNemesis();
