@@ -11,7 +11,7 @@ import { monotonicNow } from '../lib/clock';
 import { ControlBook } from '../lib/control/book';
 import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/controller';
 import type { ControlSettings } from '../lib/control/memory';
-import { ENDED_AT_STATION } from '../lib/control/reconcile';
+import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
 import type { ChargingError } from '../lib/errors';
 import { positiveNumber } from '../lib/settings';
@@ -37,6 +37,13 @@ export interface ControlConfig {
   waitTimeout?: string | number;
   enforce?: boolean;
   contextStore?: string;
+  /** seconds, 0 = never by itself (default 600) */
+  retryInterval?: string | number;
+  /** seconds (default 0) */
+  onDelay?: string | number;
+  offDelay?: string | number;
+  /** kWh, empty = no limit */
+  energyLimit?: string | number;
 }
 
 /** A check every this many ms at most while a START or STOP is awaited, so that "charging" follows the car promptly. */
@@ -56,9 +63,19 @@ export function controlSettings(config: ControlConfig, floorSec: number): { sett
       startAttempts: Math.round(positiveNumber(config.startAttempts, 2, 1, 5)),
       stopAttempts: DEFAULT_ENSURE_ATTEMPTS,
       enforce: config.enforce === true,
+      retryMs: positiveNumber(config.retryInterval, 600, 0, 86_400) * 1000,
+      onDelayMs: positiveNumber(config.onDelay, 0, 0, 86_400) * 1000,
+      offDelayMs: positiveNumber(config.offDelay, 0, 0, 86_400) * 1000,
+      energyLimitKWh: energyLimit(config.energyLimit),
     },
     raised: checkSec > check ? `Check interval raised from ${check} s to the minimum of ${floorSec} s` : undefined,
   };
+}
+
+/** kWh, or null for none (empty, 0 or not a number). */
+export function energyLimit(raw: unknown): number | null {
+  const kwh = positiveNumber(raw, 0, 0, 10_000);
+  return kwh > 0 ? kwh : null;
 }
 
 const realClock: ControlClock = {
@@ -83,6 +100,8 @@ const FILL: Record<ControlSnapshot['state'], Pick<NodeStatus, 'fill' | 'shape'>>
   stopping: { fill: 'blue', shape: 'ring' },
   guard: { fill: 'yellow', shape: 'ring' },
   failed: { fill: 'red', shape: 'ring' },
+  busy: { fill: 'yellow', shape: 'dot' },
+  done: { fill: 'green', shape: 'ring' },
 };
 
 /** The badge of a target: "on → charging 4.2 kWh", "off → stopping 2/3", "on → guard 2:40". */
@@ -172,7 +191,7 @@ export class ControlMode {
    * message budget: a check still on the wire after it reports to Catch by
    * itself); rejects with that check's failure.
    */
-  async want(target: ControlTarget, wanted: boolean, opts: { force?: boolean; restart?: boolean }): Promise<void> {
+  async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
     // Coordinate replicas: the wish goes to the fleet; the holder checks (and reports to Catch) by itself.
     if (this.fleet) return this.fleet.want(target, wanted, opts);
     const check = this.book.want(target, wanted, opts);

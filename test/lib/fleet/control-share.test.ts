@@ -20,7 +20,7 @@ import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';
 
-const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false };
+const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
 const TARGET: ControlTarget = { locationId: 'LOC-C', evseId: '1', token: 'RFID-CTL' };
 
 interface Replica {
