@@ -121,7 +121,9 @@ export class TargetController {
     if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
     this.wishes++;
     await this.save();
-    return this.check('command');
+    const err = await this.check('command');
+    // Inside an outage already reported: the wish is kept and carried out once progress can be read.
+    return err && this.quiet.has(err) ? undefined : err;
   }
 
   /** A check now, or right after the one running (never two at once). */
@@ -267,6 +269,9 @@ export class TargetController {
     this.outageMs = first ? this.s.checkMs : Math.min(this.outageMs * 2, 10 * this.s.checkMs);
     if (!first) this.quiet.add(err);
     this.schedule(this.outageMs);
+    const last = this.last;
+    // The output after a wish describes the wish in force, even when nothing can be read.
+    if (last && last.wanted !== this.m.wanted) this.show({ state: last.state, reason: `progress cannot be read (${err.message}): the wish is carried out once it can be`, nextMs: this.outageMs }, { kind: 'unreadable', why: err.message }, null);
     this.errorShape = shape(err);
     return err;
   }
