@@ -131,6 +131,8 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
     if (m.wanted && (m.round === 'START' || m.failed?.action === 'START')) newRound(m);
     if (m.wanted) m.endedAtStation = false;
     m.busy = false;
+    // A session: the car is plugged in and the connector works; the bound is for STARTs that bring none.
+    m.starts = [];
     m.seenTx = view.transactionId;
     return;
   }
@@ -177,7 +179,7 @@ export function noteSent(m: ControlMemory, action: Action, now: number, transact
   else m.starts = [...m.starts, now].slice(-5);
 }
 
-/** ms until the bound on STARTs lets one more go (0: now): at most startAttempts in any window (startWindowMs). */
+/** ms until the bound on STARTs lets one more go (0: now): at most startAttempts with no session seen since, in any window (startWindowMs). */
 export function startFreeIn(m: ControlMemory, now: number, s: ControlSettings): number {
   const w = startWindowMs(s);
   const recent = m.starts.filter((t) => now - t < w);
