@@ -2,7 +2,7 @@ import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { ControlConfig, ControlMode } from './common/control-mode';
 import { NodeLifecycle } from './common/run-node';
 import { fieldReader, typedFields } from './common/typed-fields';
-import { parseWanted } from './lib/control/wish';
+import { parseEnergyLimit, parseWanted } from './lib/control/wish';
 import { resolveFields } from './lib/session/inputs';
 
 interface ChargingControlConfig extends NodeDef, ControlConfig {}
@@ -24,8 +24,9 @@ export = function register(RED: NodeAPI): void {
     life.onInput(config.service, async (msg) => {
       const wanted = parseWanted(msg.payload);
       const target = resolveFields(FIELDS, await readFields(msg), (msg as { target?: unknown }).target, 'msg.target');
-      const m = msg as { force?: unknown; restart?: unknown };
-      await control.want(target, wanted, { force: m.force === true, restart: m.restart === true });
+      const m = msg as { force?: unknown; restart?: unknown; energyLimit?: unknown };
+      const energyLimit = parseEnergyLimit(m.energyLimit);
+      await control.want(target, wanted, { force: m.force === true, restart: m.restart === true, ...(energyLimit !== undefined ? { energyLimit } : {}) });
       return null;
     });
   }

@@ -6,6 +6,7 @@
  *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7 [--transport http|https-proxy|both]
  *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
  *   npm run soak -- --fleet --seeds 20 --seconds 15   (Redis faults over two replicas: scripts/soak-fleet.ts)
+ *   npm run soak -- --control --days 30   (charging-control for a simulated month: scripts/soak-control-month.ts)
  *
  * By default the run is made twice, half the time each: over plain http, then
  * over https (a private CA, given through a tls-config node) through an
@@ -32,6 +33,7 @@ import { ChargingServiceSimulator, commandKey } from '../simulator/simulator';
 import { injectFaults, rng } from './soak-faults';
 import { soakControl } from './soak-control';
 import { soakFleet } from './soak-fleet';
+import { soakControlMonth } from './soak-control-month';
 import { TestProxy } from '../test/proxy-server';
 
 /** Where the nodes talk to the simulator: plain http, or https (private CA through a tls-config node) through an authenticating CONNECT proxy. */
@@ -40,10 +42,12 @@ type Transport = 'http' | 'https-proxy';
 interface Args {
   /** 'both' (the default): the whole run twice, half the time each, http then https through the proxy */
   transport: Transport | 'both';
-  /** commands (START / progress / STOP by hand, as a flow does), control (wishes to charging-control), fleet (Redis faults: soak-fleet.ts) */
-  rotation: 'commands' | 'control' | 'fleet';
+  /** commands (START / progress / STOP by hand, as a flow does), control (wishes to charging-control), fleet (Redis faults: soak-fleet.ts), or month (--control: charging-control for --days simulated days) */
+  rotation: 'commands' | 'control' | 'fleet' | 'month';
   /** --fleet: how many seeded schedules */
   seeds: number;
+  /** simulated days of the month soak */
+  days: number;
   /** connectors of the control rotation */
   connectors: number;
   seconds: number;
@@ -54,7 +58,7 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20, seeds: 20 };
+  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20, seeds: 20, days: 30 };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
     if (argv[i] === '--fleet') {
@@ -62,7 +66,11 @@ function parseArgs(argv: string[]): Args {
       i--; // a flag: no value follows
       continue;
     }
-    if (argv[i] === '--transport') {
+    if (argv[i] === '--control') {
+      a.rotation = 'month';
+      i--; // a flag: no value
+    } else if (argv[i] === '--days') a.days = Number(v);
+    else if (argv[i] === '--transport') {
       if (v !== 'http' && v !== 'https-proxy' && v !== 'both') throw new Error('--transport is http, https-proxy or both');
       a.transport = v;
     } else if (argv[i] === '--seconds') a.seconds = Number(v);
@@ -112,6 +120,7 @@ function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandK
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   if (args.rotation === 'fleet') return soakFleet({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
+  if (args.rotation === 'month') process.exit((await soakControlMonth(args)) ? 0 : 1);
   const phases: Transport[] = args.transport === 'both' ? ['http', 'https-proxy'] : [args.transport];
   // Bounded whatever happens: the runs, a 35 s drain each, and a margin; a hang is a failure.
   const bound = args.seconds + 120 * phases.length;

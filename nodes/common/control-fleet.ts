@@ -68,7 +68,7 @@ export class FleetControlLink {
   async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
     const key = targetKey(target);
     await this.share.add(key);
-    const seq = await this.share.post(key, { wanted, force: opts.force === true, restart: opts.restart === true });
+    const seq = await this.share.post(key, { wanted, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) });
     const control = this.book?.get(key);
     if (control && this.share.holds(key)) this.kick(key, seq);
   }

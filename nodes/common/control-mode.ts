@@ -9,9 +9,10 @@ import { DEFAULT_RETRY } from '../lib/client/request';
 import type { ServiceClient } from '../lib/client/service-client';
 import { monotonicNow } from '../lib/clock';
 import { ControlBook } from '../lib/control/book';
+import { ConnectorClaims } from '../lib/control/claims';
 import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/controller';
 import type { ControlSettings } from '../lib/control/memory';
-import { ENDED_AT_STATION } from '../lib/control/reconcile';
+import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
 import type { ChargingError } from '../lib/errors';
 import { positiveNumber } from '../lib/settings';
@@ -37,6 +38,13 @@ export interface ControlConfig {
   waitTimeout?: string | number;
   enforce?: boolean;
   contextStore?: string;
+  /** seconds, 0 = never by itself (default 600) */
+  retryInterval?: string | number;
+  /** seconds (default 0) */
+  onDelay?: string | number;
+  offDelay?: string | number;
+  /** kWh, empty = no limit */
+  energyLimit?: string | number;
 }
 
 /** A check every this many ms at most while a START or STOP is awaited, so that "charging" follows the car promptly. */
@@ -56,9 +64,19 @@ export function controlSettings(config: ControlConfig, floorSec: number): { sett
       startAttempts: Math.round(positiveNumber(config.startAttempts, 2, 1, 5)),
       stopAttempts: DEFAULT_ENSURE_ATTEMPTS,
       enforce: config.enforce === true,
+      retryMs: positiveNumber(config.retryInterval, 600, 0, 86_400) * 1000,
+      onDelayMs: positiveNumber(config.onDelay, 0, 0, 86_400) * 1000,
+      offDelayMs: positiveNumber(config.offDelay, 0, 0, 86_400) * 1000,
+      energyLimitKWh: energyLimit(config.energyLimit),
     },
     raised: checkSec > check ? `Check interval raised from ${check} s to the minimum of ${floorSec} s` : undefined,
   };
+}
+
+/** kWh, or null for none (empty, 0 or not a number). */
+export function energyLimit(raw: unknown): number | null {
+  const kwh = positiveNumber(raw, 0, 0, 10_000);
+  return kwh > 0 ? kwh : null;
 }
 
 const realClock: ControlClock = {
@@ -83,10 +101,15 @@ const FILL: Record<ControlSnapshot['state'], Pick<NodeStatus, 'fill' | 'shape'>>
   stopping: { fill: 'blue', shape: 'ring' },
   guard: { fill: 'yellow', shape: 'ring' },
   failed: { fill: 'red', shape: 'ring' },
+  busy: { fill: 'yellow', shape: 'dot' },
+  done: { fill: 'green', shape: 'ring' },
 };
 
+/** The connectors the control nodes of this runtime control (two on one are told). */
+const claims = new ConnectorClaims();
+
 /** The badge of a target: "on → charging 4.2 kWh", "off → stopping 2/3", "on → guard 2:40". */
-export function controlBadge(s: ControlSnapshot, count: number, now: number): NodeStatus {
+export function controlBadge(s: ControlSnapshot, count: number, now: number, twoNodes = false): NodeStatus {
   const words: Record<string, StatusKey> = { state: `control.state.${s.state}` as StatusKey };
   if (s.wanted !== null) words.wanted = s.wanted ? 'control.on' : 'control.off';
   let detail = '';
@@ -94,6 +117,7 @@ export function controlBadge(s: ControlSnapshot, count: number, now: number): No
   else if (s.state === 'guard') detail = clockText(Math.max(0, (s.guardLeftMs ?? 0) - (now - s.at)));
   else if ((s.state === 'starting' || s.state === 'stopping') && s.attempt && s.attempt.n > 0) detail = `${s.attempt.n}/${s.attempt.of}`;
   else if (s.state === 'idle' && s.reason === ENDED_AT_STATION) words.detail = 'control.endedAtStation';
+  if (twoNodes) words.detail = 'control.twoNodes';
   const values = { detail, count, token: s.target.token, wanted: '' };
   return { ...FILL[s.state], key: count > 1 ? 'control.badgeTargets' : 'control.badge', values, words, stamp: s.state !== 'guard' };
 }
@@ -117,6 +141,8 @@ function clockText(ms: number): string {
 export class ControlMode {
   private shown: ControlSnapshot | null = null;
   private ticker: NodeJS.Timeout | null = null;
+  /** another control node of this runtime controls a connector of this one */
+  private twoNodes = false;
 
   private constructor(
     private readonly node: Node,
@@ -124,6 +150,7 @@ export class ControlMode {
     private readonly book: ControlBook,
     private readonly client: () => ServiceClient,
     private readonly checkSec: number,
+    private readonly service: string,
     /** Coordinate replicas: leases, the fleet's memory and wishes; null without coordination */
     private readonly fleet: FleetControlLink | null = null,
   ) {}
@@ -158,10 +185,11 @@ export class ControlMode {
       track: (work) => life.track(work),
       ...link?.deps(),
     };
-    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, link);
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, link);
     const m = mode;
     link?.attach(m.book);
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
+    if (fixed) m.claim(fixed);
     void m.book.whenReady().then(() => m.demand());
     life.onClose((removed) => m.close(removed, deps.store));
     return mode;
@@ -172,7 +200,8 @@ export class ControlMode {
    * message budget: a check still on the wire after it reports to Catch by
    * itself); rejects with that check's failure.
    */
-  async want(target: ControlTarget, wanted: boolean, opts: { force?: boolean; restart?: boolean }): Promise<void> {
+  async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
+    this.claim(target);
     // Coordinate replicas: the wish goes to the fleet; the holder checks (and reports to Catch) by itself.
     if (this.fleet) return this.fleet.want(target, wanted, opts);
     const check = this.book.want(target, wanted, opts);
@@ -189,6 +218,19 @@ export class ControlMode {
     if (first) throw first as ChargingError;
   }
 
+  /** This node controls the target's connector: a second node on it is said in the log and on both badges. */
+  private claim(target: ControlTarget): void {
+    claims.claim(ConnectorClaims.key(this.service, target.locationId, target.evseId), {
+      id: this.node.id,
+      conflict: (other) => {
+        this.node.warn(`Another charging-control node (${other}) controls the same connector with the same configuration: each may stop the other's sessions and take them for ended at the station. Use one control node per connector.`);
+        this.twoNodes = true;
+        if (this.shown) this.badge();
+        else this.life.board.set({ fill: 'yellow', shape: 'ring', key: 'control.twoNodes' });
+      },
+    });
+  }
+
   private onState(snapshot: ControlSnapshot, changed: boolean): void {
     if (changed) this.life.emit(controlMessage(snapshot));
     this.shown = snapshot;
@@ -198,7 +240,7 @@ export class ControlMode {
   private badge(): void {
     const s = this.shown;
     if (!s) return;
-    this.life.board.set(controlBadge(s, this.book.size, monotonicNow()));
+    this.life.board.set(controlBadge(s, this.book.size, monotonicNow(), this.twoNodes));
     // The guard's countdown moves once a second while it is shown; no timer otherwise.
     if (s.state === 'guard' && !this.ticker) {
       this.ticker = setInterval(() => this.badge(), 1000);
@@ -220,6 +262,7 @@ export class ControlMode {
 
   private close(removed: boolean, store: ControlDeps['store']): Promise<void> | undefined {
     this.book.close();
+    claims.release(this.node.id);
     if (this.ticker) clearInterval(this.ticker);
     this.ticker = null;
     try {

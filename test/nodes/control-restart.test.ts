@@ -33,7 +33,7 @@ describe('charging-control across restarts of a real Node-RED process (localfile
       { id: 'svc', type: 'charging-service', name: 'sim', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '' },
       inject('on', true),
       inject('off', false),
-      { id: 'ctl', type: 'charging-control', z: 'tab', service: 'svc', ...TARGET, guard: 4, checkInterval: 0.3, waitTimeout: 20, contextStore: 'file', x: 300, y: 100, wires: [['log']] },
+      { id: 'ctl', type: 'charging-control', z: 'tab', service: 'svc', ...TARGET, guard: 10, checkInterval: 0.3, waitTimeout: 20, contextStore: 'file', x: 300, y: 100, wires: [['log']] },
       { id: 'log', type: 'function', z: 'tab', func: "node.warn('STATE ' + msg.payload + ' ' + msg.reason); return null;", outputs: 1, x: 500, y: 100, wires: [[]] },
     ];
     red = await RedProcess.prepare('charging-control-restart-', flow, "    contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem', config: { flushInterval: 1 } } },\n    chargingSession: { minPollIntervalSec: 0.1 },");

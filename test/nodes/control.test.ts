@@ -183,19 +183,19 @@ describe('charging-control (runtime + simulator)', function () {
     await until(() => states().at(-1) === 'idle', 'idle once the station stops', 8000);
   });
 
-  it('ignore-start: a START that brought no session is sent again after a query shows none; both ignored: failed, and the next on tries again', async () => {
-    await load(rt.sim, [control({ waitTimeout: 0.5 }), ...SINKS, CATCH]);
+  it('ignore-start: a START that brought no session is sent again after a query shows none; both ignored: failed; the same on again sends nothing; the retry interval tries again by itself', async () => {
+    await load(rt.sim, [control({ waitTimeout: 0.5, retryInterval: 2 }), ...SINKS, CATCH]);
     rt.sim.inject({ target: 'post', kind: 'ignore-start', times: 3 });
     send('ctl', { payload: 'on' });
     await until(() => states().at(-1) === 'failed', 'failed', 8000);
     assert.equal(starts(), 2, 'startAttempts 2');
     const failed = outs().at(-1) as Record<string, unknown>;
-    assert.equal(failed.reason, 'no session after START — is the car plugged in?');
+    assert.match(String(failed.reason), /^no session after START — is the car plugged in\?; next round in 0:0\d$/);
     await badgeShown(/^on → starting 2\/2/);
+    for (let i = 0; i < 5; i++) send('ctl', { payload: 'on' }); // the same value, as MQTT repeats it: nothing
     await delay(700);
-    assert.equal(starts(), 2, 'failed stays failed');
-    send('ctl', { payload: 'on' }); // the same value: after failed it tries again (one more ignored, then one that works)
-    await until(() => states().at(-1) === 'charging', 'charging', 8000);
+    assert.equal(starts(), 2, 'failed stays failed until the retry interval');
+    await until(() => states().at(-1) === 'charging', 'charging after the retry (one more ignored, then one that works)', 8000);
     assert.equal(starts(), 4);
     // Each START after the first followed a query that found no session.
     const posts = rt.sim.requests.filter((r) => r.method === 'POST' && r.path === SESSIONS_PATH);
@@ -233,6 +233,9 @@ describe('charging-control (runtime + simulator)', function () {
     assert.equal(starts(), 2);
     await stoppedAtStation(rt.sim);
     await until(() => states().at(-1) === 'idle', 'idle');
+    send('ctl', { payload: true, restart: true }); // the same restart again: nothing
+    await delay(1000);
+    assert.equal(starts(), 2);
     send('ctl', { payload: false });
     send('ctl', { payload: true });
     await until(() => starts() === 3, 'on after off starts');

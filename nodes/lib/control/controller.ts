@@ -48,7 +48,7 @@ export interface ControlDeps {
    * (a number that grows with each); read at the start of every check by the
    * holder, applied when newer than the last one applied here.
    */
-  pullWish?(target: ControlTarget): Promise<{ seq: number; wanted: boolean; force?: boolean; restart?: boolean } | null>;
+  pullWish?(target: ControlTarget): Promise<({ seq: number; wanted: boolean } & WishOptions) | null>;
   /** every check, so that closing can wait for one on the wire */
   track?(work: Promise<unknown>): void;
   derive?: DeriveOptions;
@@ -92,8 +92,12 @@ export class TargetController {
   private savedText = '';
   private errorShape: string | null = null;
   private last: ControlSnapshot | null = null;
-  /** the last fleet wish applied here (see ControlDeps.pullWish) */
-  private wishSeq = 0;
+  /** wishes taken so far: a command whose send a new wish overtook is neither undone over it nor reported under the old decision */
+  private wishes = 0;
+  /** while progress cannot be read: the current backed-off interval (0: progress read fine last time) */
+  private outageMs = 0;
+  /** failures of checks inside an outage already reported: not reported again */
+  private readonly quiet = new WeakSet<ChargingError>();
 
   constructor(
     readonly target: ControlTarget,
@@ -114,9 +118,12 @@ export class TargetController {
 
   /** A wish from the flow: checks now unless it changes nothing. Resolves with the failure of that check, if any. */
   async want(wanted: boolean, opts: WishOptions = {}): Promise<Result> {
-    if (this.closed || !applyWish(this.m, wanted, opts)) return undefined;
+    if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
+    this.wishes++;
     await this.save();
-    return this.check('command');
+    const err = await this.check('command');
+    // Inside an outage already reported: the wish is kept and carried out once progress can be read.
+    return err && this.quiet.has(err) ? undefined : err;
   }
 
   /** A check now, or right after the one running (never two at once). */
@@ -158,14 +165,17 @@ export class TargetController {
       return this.failed(asError(err));
     }
     if (this.closed) return undefined;
-    const view = viewOf(record, this.target);
+    this.outageMs = 0;
+    const view = withEnergy(viewOf(record, this.target), record, this.deps.derive);
     const now = this.deps.clock.now();
     observe(this.m, view, now, this.s);
     let decision = decide(this.m, view, now, this.s, this.deps.mayCommand?.(this.target) ?? true);
     if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
     let error = decision.error;
+    const wishes = this.wishes;
     if (decision.send) ({ decision, error } = await this.execute(decision, view));
-    this.show(decision, view, record);
+    // A wish came while the command was on its way: the check it asked for (next) reports the state under it.
+    if (wishes === this.wishes) this.show(decision, view, record);
     await this.save();
     this.schedule(decision.nextMs);
     this.errorShape = error ? shape(error) : null;
@@ -175,48 +185,93 @@ export class TargetController {
   /** A wish sent to another replica of the fleet: applied as if it came here (and written down before anything is sent). */
   private async pullWish(pull: NonNullable<ControlDeps['pullWish']>): Promise<void> {
     const wish = await pull(this.target);
-    if (!wish || wish.seq <= this.wishSeq) return;
-    this.wishSeq = wish.seq;
-    if (applyWish(this.m, wish.wanted, { force: wish.force, restart: wish.restart })) await this.save();
+    // The number is kept with the memory (committed with the wish's effect): a new holder never applies it again.
+    if (!wish || wish.seq <= this.m.wishSeq) return;
+    this.m.wishSeq = wish.seq;
+    if (applyWish(this.m, wish.wanted, { force: wish.force, restart: wish.restart, energyLimit: wish.energyLimit }, this.deps.clock.now(), this.s)) this.wishes++;
+    await this.save();
   }
 
   /** Sends the decided command: written down first, undone if it surely was not sent. */
   private async execute(decision: Decision, view: ProgressView): Promise<{ decision: Decision; error?: ChargingError }> {
     const send = decision.send as NonNullable<Decision['send']>;
-    const before = { command: this.m.command, round: this.m.round, attempts: this.m.attempts, last: this.m.last, force: this.m.force };
-    const undo = () => Object.assign(this.m, before);
+    const undo = this.undoOf(send.action);
     noteSent(this.m, send.action, this.deps.clock.now(), send.action === 'STOP' ? send.transactionId : undefined);
-    await this.save();
+    try {
+      await this.save();
+    } catch (err) {
+      // Not kept, so not sent: a START never sent neither uses an attempt nor waits.
+      undo();
+      return { decision: { state: actualState(view), reason: `${send.action} not sent: ${asError(err).message}`, nextMs: this.s.checkMs }, error: asError(err) };
+    }
     if (this.closed) {
       undo();
-      await this.save();
+      await this.save().catch(() => undefined);
       return { decision };
     }
     const t = this.target;
     const command = send.action === 'START' ? startCommand(t) : stopCommand({ ...t, transactionId: send.transactionId });
     try {
       await this.deps.send(command);
+      if (send.action === 'START') this.m.busy = false;
       return { decision };
     } catch (err) {
       const e = asError(err);
       if (mayHaveActed(e, send.action)) return { decision: { ...decision, reason: `${decision.reason}; its answer was lost (${e.message}): waiting for progress to show it` } };
-      const now = this.deps.clock.now();
-      if (send.action === 'START' && e.code === 'HTTP') {
-        // The service refused it: nothing was started, and the same START would be refused again.
-        this.m.command = null;
-        this.m.failed = { action: 'START', reason: `the service refused START: ${e.message}`, at: now };
-        return { decision: { state: 'failed', reason: this.m.failed.reason, nextMs: this.s.checkMs }, error: e };
-      }
+      if (send.action === 'START' && e.code === 'HTTP') return this.refused(e);
       undo();
       if (e.code === 'CLOSED') return { decision: { ...decision, state: actualState(view), reason: `${send.action} not sent: the node closed`, send: undefined } };
       return { decision: { state: actualState(view), reason: `${send.action} not sent: ${e.message}`, nextMs: this.s.checkMs }, error: e };
     }
   }
 
-  /** A check that could not read progress: the state stays as it was; the next check comes as usual. */
+  /**
+   * Puts back what noteSent changed, for a command surely not sent. A wish
+   * taken meanwhile began its own round: only the command goes then, never
+   * the new wish's attempts or force.
+   */
+  private undoOf(action: Action): () => void {
+    const m = this.m;
+    const before = { command: m.command, round: m.round, attempts: m.attempts, last: m.last, force: m.force, starts: m.starts };
+    const wishes = this.wishes;
+    return () => {
+      if (m.command?.action === action) m.command = before.command;
+      m.last = before.last;
+      m.starts = before.starts;
+      if (wishes === this.wishes) Object.assign(m, { round: before.round, attempts: before.attempts, force: before.force });
+    };
+  }
+
+  /**
+   * The service refused START: nothing was started, and the same START would be
+   * refused again until the retry. 409 is a connector busy with another
+   * session: state busy, reported once per episode.
+   */
+  private refused(e: ChargingError): { decision: Decision; error?: ChargingError } {
+    const busy = e.statusCode === 409;
+    const reported = busy && this.m.busy;
+    this.m.command = null;
+    this.m.busy = this.m.busy || busy;
+    const reason = busy ? `the connector is busy (the service answered 409: ${e.message})` : `the service refused START: ${e.message}`;
+    this.m.failed = { action: 'START', reason, at: this.deps.clock.now(), ...(busy ? { busy: true } : {}) };
+    const retry = this.s.retryMs > 0 ? Math.min(this.s.checkMs, this.s.retryMs) : this.s.checkMs;
+    return { decision: { state: busy ? 'busy' : 'failed', reason, nextMs: retry }, error: reported ? undefined : e };
+  }
+
+  /**
+   * A check that could not read progress: the state stays as it was. Checks
+   * back off, doubling from checkInterval to ten times it, and only the first
+   * failure of the outage is reported.
+   */
   private failed(err: ChargingError): Result {
     if (this.closed || err.code === 'CLOSED') return undefined;
-    this.schedule(this.m.command ? this.s.confirmMs : this.s.checkMs);
+    const first = this.outageMs === 0;
+    this.outageMs = first ? this.s.checkMs : Math.min(this.outageMs * 2, 10 * this.s.checkMs);
+    if (!first) this.quiet.add(err);
+    this.schedule(this.outageMs);
+    const last = this.last;
+    // The output after a wish describes the wish in force, even when nothing can be read.
+    if (last && last.wanted !== this.m.wanted) this.show({ state: last.state, reason: `progress cannot be read (${err.message}): the wish is carried out once it can be`, nextMs: this.outageMs }, { kind: 'unreadable', why: err.message }, null);
     this.errorShape = shape(err);
     return err;
   }
@@ -239,7 +294,7 @@ export class TargetController {
       const before = this.errorShape;
       void this.check('poll').then((err) => {
         // A timer's check has nobody to answer: its failure goes to onError, once per streak.
-        if (err && shape(err) !== before) this.deps.onError(this.target, err);
+        if (err && !this.quiet.has(err) && shape(err) !== before) this.deps.onError(this.target, err);
       });
     });
   }
@@ -250,9 +305,17 @@ export class TargetController {
     // Times aside: a check that changed nothing writes nothing.
     const text = JSON.stringify({ ...kept, command: this.m.command, failed: this.m.failed, last: this.m.last });
     if (text === this.savedText) return;
-    this.savedText = text;
     await this.deps.store.save(this.key, kept);
+    // Only once the store has it: a failed write is written again next time.
+    this.savedText = text;
   }
+}
+
+/** The view with the session's energy (for the energy limit), derived as the progress node derives it. */
+function withEnergy(view: ProgressView, record: ProgressRecord | null, derive?: DeriveOptions): ProgressView {
+  if (view.kind !== 'active' || !record) return view;
+  const kwh = deriveSession(record, derive).energyKWh;
+  return kwh === null ? view : { ...view, energyKWh: kwh };
 }
 
 /** An error's kind, for "once per streak": numbers do not make a new one. */

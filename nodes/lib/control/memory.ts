@@ -5,8 +5,8 @@
  */
 import type { ControlTarget } from './view';
 
-export type ControlState = 'idle' | 'starting' | 'charging' | 'stopping' | 'guard' | 'failed';
-export const CONTROL_STATES: readonly ControlState[] = ['idle', 'starting', 'charging', 'stopping', 'guard', 'failed'];
+export type ControlState = 'idle' | 'starting' | 'charging' | 'stopping' | 'guard' | 'failed' | 'busy' | 'done';
+export const CONTROL_STATES: readonly ControlState[] = ['idle', 'starting', 'charging', 'stopping', 'guard', 'failed', 'busy', 'done'];
 export type Action = 'START' | 'STOP';
 
 export interface ControlSettings {
@@ -24,6 +24,20 @@ export interface ControlSettings {
   stopAttempts: number;
   /** stop a session started at the station while wanted off */
   enforce: boolean;
+  /** after a round without a session (or a busy connector) one more round after this many ms; 0: never by itself */
+  retryMs: number;
+  /** a wish must hold this long before it acts, ms (0: at once) */
+  onDelayMs: number;
+  offDelayMs: number;
+  /** stop when the session's energy reaches this, kWh (null: no limit; msg.energyLimit sets one per wish) */
+  energyLimitKWh: number | null;
+}
+
+/** STARTs are bounded per this window: the retry interval, or this when the node never retries by itself. */
+export const START_WINDOW_WITHOUT_RETRY_MS = 600_000;
+
+export function startWindowMs(s: ControlSettings): number {
+  return s.retryMs > 0 ? s.retryMs : START_WINDOW_WITHOUT_RETRY_MS;
 }
 
 export interface ControlMemory {
@@ -40,8 +54,22 @@ export interface ControlMemory {
   /** the action of the current round, and how many of it were sent */
   round: Action | null;
   attempts: number;
-  /** START attempts ran out, the service refused START, or a STOP round did not end the session; at: monotonic ms */
-  failed: { action: Action; reason: string; at: number } | null;
+  /** START attempts ran out, the service refused START (busy: 409), or a STOP round did not end the session; at: monotonic ms */
+  failed: { action: Action; reason: string; at: number; busy?: boolean } | null;
+  /** the connector is busy and that was reported (once per episode, until a session or an off) */
+  busy: boolean;
+  /** the STARTs sent lately (monotonic ms, the newest last): at most startAttempts per window */
+  starts: number[];
+  /** the last wish applied, as it came: a repeated identical one changes nothing */
+  lastWish: string | null;
+  /** a coordinated fleet's number of the last wish applied (0: none); kept so that a new holder never applies it again */
+  wishSeq: number;
+  /** a wish waiting for onDelay/offDelay: applied if it still holds at `since` + the delay (monotonic ms) */
+  held: { wanted: boolean; since: number; force: boolean; restart: boolean } | null;
+  /** the energy limit in force for this wish, kWh (null: none) */
+  limitKWh: number | null;
+  /** the limit was reached in this session: stopped, and not started again until a new wish */
+  done: { reason: string; transactionId: string } | null;
   /** the guard's clock: the last command this node sent; at: monotonic ms */
   last: { action: Action; at: number } | null;
   /** the transaction last seen active (an end without our STOP is an end at the station) */
@@ -51,16 +79,21 @@ export interface ControlMemory {
 }
 
 export function emptyMemory(): ControlMemory {
-  return { wanted: null, offPending: false, force: false, endedAtStation: false, command: null, round: null, attempts: 0, failed: null, last: null, seenTx: null, shown: null };
+  return {
+    wanted: null, offPending: false, force: false, endedAtStation: false, command: null, round: null, attempts: 0, failed: null, busy: false,
+    starts: [], lastWish: null, wishSeq: 0, held: null, limitKWh: null, done: null, last: null, seenTx: null, shown: null,
+  };
 }
 
 /** A target as a ControlStore keeps it: the memory with wall-clock times (ms since the epoch). */
-export interface KeptTarget extends Omit<ControlMemory, 'command' | 'failed' | 'last'> {
+export interface KeptTarget extends Omit<ControlMemory, 'command' | 'failed' | 'last' | 'starts' | 'held'> {
   v: 1;
   target: ControlTarget;
   command: { action: Action; atWall: number; transactionId?: string } | null;
-  failed: { action: Action; reason: string; atWall: number } | null;
+  failed: { action: Action; reason: string; atWall: number; busy?: boolean } | null;
   last: { action: Action; atWall: number } | null;
+  startsWall: number[];
+  held: { wanted: boolean; sinceWall: number; force: boolean; restart: boolean } | null;
 }
 
 export interface Clocks {
@@ -78,8 +111,10 @@ export function toKept(target: ControlTarget, m: ControlMemory, c: Clocks): Kept
     target: { ...target },
     ...m,
     command: cmd && { action: cmd.action, atWall: wall(cmd.at), ...(cmd.transactionId ? { transactionId: cmd.transactionId } : {}) },
-    failed: m.failed && { action: m.failed.action, reason: m.failed.reason, atWall: wall(m.failed.at) },
+    failed: m.failed && { action: m.failed.action, reason: m.failed.reason, atWall: wall(m.failed.at), ...(m.failed.busy ? { busy: true } : {}) },
     last: m.last && { action: m.last.action, atWall: wall(m.last.at) },
+    startsWall: m.starts.map(wall),
+    held: m.held && { wanted: m.held.wanted, sinceWall: wall(m.held.since), force: m.held.force, restart: m.held.restart },
   };
 }
 
@@ -116,7 +151,17 @@ export function fromKept(raw: unknown, c: Clocks): { target: ControlTarget; memo
   // A command kept without a time is taken as sent just now: waited for, never sent again blindly.
   if (isObject(cmd) && isAction(cmd.action)) m.command = { action: cmd.action, at: cmdAt ?? c.now, ...(text(cmd.transactionId) ? { transactionId: text(cmd.transactionId) as string } : {}) };
   const failed = raw.failed;
-  if (isObject(failed) && isAction(failed.action)) m.failed = { action: failed.action, reason: text(failed.reason) ?? 'failed', at: mono(failed.atWall) ?? c.now };
+  if (isObject(failed) && isAction(failed.action)) m.failed = { action: failed.action, reason: text(failed.reason) ?? 'failed', at: mono(failed.atWall) ?? c.now, ...(failed.busy === true ? { busy: true } : {}) };
+  m.busy = raw.busy === true;
+  // A START kept without a time counts as just sent: the bound on STARTs is never loosened by a damaged entry.
+  m.starts = Array.isArray(raw.startsWall) ? raw.startsWall.slice(-5).map((w) => mono(w) ?? c.now) : [];
+  m.lastWish = text(raw.lastWish);
+  m.wishSeq = Math.max(0, finite(raw.wishSeq) ?? 0);
+  const held = raw.held;
+  if (isObject(held) && typeof held.wanted === 'boolean') m.held = { wanted: held.wanted, since: mono(held.sinceWall) ?? c.now, force: held.force === true, restart: held.restart === true };
+  const limit = finite(raw.limitKWh);
+  m.limitKWh = limit !== null && limit > 0 ? limit : null;
+  m.done = isObject(raw.done) ? { reason: text(raw.done.reason) ?? 'energy limit reached', transactionId: text(raw.done.transactionId) ?? '' } : null;
   const last = raw.last;
   if (isObject(last) && isAction(last.action)) m.last = { action: last.action, at: mono(last.atWall) ?? c.now };
   return { target: { locationId, evseId, token }, memory: m };

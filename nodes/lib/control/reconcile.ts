@@ -5,8 +5,14 @@
  * loadpoint does every cycle. The controller (controller.ts) runs them.
  */
 import { ChargingError } from '../errors';
-import type { Action, ControlMemory, ControlSettings, ControlState } from './memory';
+import { type Action, type ControlMemory, type ControlSettings, type ControlState, startWindowMs } from './memory';
 import type { ProgressView } from './view';
+
+const mmss = (ms: number): string => {
+  const sec = Math.ceil(ms / 1000);
+  return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
+};
+const secs = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 
 export const NO_SESSION_AFTER_START = 'no session after START — is the car plugged in?';
 export const ENDED_AT_STATION = 'ended at the station';
@@ -15,8 +21,10 @@ export const OTHER_SENDER = 'another process sends the commands for this connect
 export interface WishOptions {
   /** with off: the STOP does not wait for the guard */
   force?: boolean;
-  /** with on: start again after an end at the station, or after failed */
+  /** with on: start again after an end at the station, after failed, busy or done */
   restart?: boolean;
+  /** with on: stop when the session has taken this many kWh (null: no limit; absent: the node's setting) */
+  energyLimit?: number | null;
 }
 
 export interface Decision {
@@ -41,28 +49,62 @@ function newRound(m: ControlMemory): void {
   m.failed = null;
 }
 
+/** A wish as it came, for "the same wish again" (energyLimit absent and null differ: absent means the node's setting). */
+function wishId(wanted: boolean, o: WishOptions): string {
+  return JSON.stringify([wanted, o.force === true, o.restart === true, o.energyLimit === undefined ? 'node' : o.energyLimit]);
+}
+
 /**
- * A wish from the flow. Returns false when it changes nothing (the same value
- * again sends nothing), true when the target must be checked now.
+ * A wish from the flow. Returns false when it changes nothing: the same wish
+ * again (an MQTT publisher repeating its value) sends nothing in any state,
+ * failed and busy included. With onDelay/offDelay a change is held until it has
+ * lasted the delay (ripen); a flip back within it cancels it.
  */
-export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions = {}): boolean {
+export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, now: number, s: ControlSettings): boolean {
+  const id = wishId(wanted, opts);
+  if (id === m.lastWish) return false;
+  m.lastWish = id;
+  const delay = wanted ? s.onDelayMs : s.offDelayMs;
+  if (delay > 0 && m.wanted !== wanted) {
+    if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true };
+    return true;
+  }
+  m.held = null;
+  return takeWish(m, wanted, opts, s);
+}
+
+/** A held wish that has lasted its delay takes effect (called at every decision). */
+export function ripen(m: ControlMemory, now: number, s: ControlSettings): void {
+  const h = m.held;
+  if (!h || now - h.since < (h.wanted ? s.onDelayMs : s.offDelayMs)) return;
+  m.held = null;
+  takeWish(m, h.wanted, { force: h.force, restart: h.restart, energyLimit: m.limitKWh }, s);
+}
+
+function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, s: ControlSettings): boolean {
+  const limit = wanted ? (opts.energyLimit === undefined ? s.energyLimitKWh : opts.energyLimit) : m.limitKWh;
+  const newLimit = limit !== m.limitKWh;
+  m.limitKWh = limit;
   if (m.wanted !== wanted) {
     m.wanted = wanted;
     newRound(m);
     m.offPending = !wanted;
     m.force = !wanted && opts.force === true;
+    m.busy = false;
+    m.done = null;
     // A new on after an off: the driver's end no longer holds it back.
     if (wanted) m.endedAtStation = false;
     return true;
   }
   if (wanted) {
-    if (opts.restart) m.endedAtStation = false;
-    // After failed, the next on (even a repeated one) tries again: the car may be plugged in now.
-    if (!opts.restart && m.failed?.action !== 'START') return false;
-    newRound(m);
-    return true;
-  }
-  if (m.failed?.action === 'STOP') {
+    if (newLimit && m.done) {
+      m.done = null;
+      return true;
+    }
+    // msg.restart: a new round, only where something holds the START back.
+    if (!opts.restart || !(m.failed?.action === 'START' || m.endedAtStation || m.done)) return newLimit;
+    m.endedAtStation = false;
+    m.done = null;
     newRound(m);
     return true;
   }
@@ -88,6 +130,9 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
     } else if (cmd?.action === 'STOP' && now - cmd.at >= s.waitMs) m.command = null; // that STOP did not stop it
     if (m.wanted && (m.round === 'START' || m.failed?.action === 'START')) newRound(m);
     if (m.wanted) m.endedAtStation = false;
+    m.busy = false;
+    // A session: the car is plugged in and the connector works; the bound is for STARTs that bring none.
+    m.starts = [];
     m.seenTx = view.transactionId;
     return;
   }
@@ -95,6 +140,10 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
     if (cmd?.action === 'STOP') {
       m.command = null;
       m.offPending = false;
+    } else if (cmd?.action === 'START' && now - cmd.at >= s.waitMs) {
+      // Pending longer than the wait: that attempt failed; the session may still come, and is never STARTed over.
+      m.command = null;
+      if (m.wanted) m.failed = { action: 'START', reason: `the session stayed pending (no transaction) for more than ${secs(s.waitMs)} after START`, at: now };
     }
     return;
   }
@@ -127,14 +176,25 @@ export function noteSent(m: ControlMemory, action: Action, now: number, transact
   m.command = transactionId ? { action, at: now, transactionId } : { action, at: now };
   m.last = { action, at: now };
   if (action === 'STOP') m.force = false;
+  else m.starts = [...m.starts, now].slice(-5);
+}
+
+/** ms until the bound on STARTs lets one more go (0: now): at most startAttempts with no session seen since, in any window (startWindowMs). */
+export function startFreeIn(m: ControlMemory, now: number, s: ControlSettings): number {
+  const w = startWindowMs(s);
+  const recent = m.starts.filter((t) => now - t < w);
+  if (recent.length < s.startAttempts) return 0;
+  return w - (now - recent[recent.length - s.startAttempts]);
 }
 
 /** What should be compared with what is: the state, and the command to send if one is due. */
 export function decide(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand = true): Decision | null {
   if (view.kind === 'unreadable') return null;
-  if (m.wanted === true) return decideOn(m, view, now, s, mayCommand);
-  if (m.wanted === false) return decideOff(m, view, now, s, mayCommand);
-  return { state: actualState(view), reason: 'no wish yet', nextMs: s.checkMs };
+  ripen(m, now, s);
+  const d = m.wanted === true ? decideOn(m, view, now, s, mayCommand) : m.wanted === false ? decideOff(m, view, now, s, mayCommand) : { state: actualState(view), reason: 'no wish yet', nextMs: s.checkMs };
+  if (!m.held) return d;
+  const left = (m.held.wanted ? s.onDelayMs : s.offDelayMs) - (now - m.held.since);
+  return { ...d, reason: `${d.reason}; ${m.held.wanted ? 'on' : 'off'} in ${mmss(left)} if it holds (${m.held.wanted ? 'onDelay' : 'offDelay'})`, nextMs: Math.min(d.nextMs, left) };
 }
 
 /** The state progress shows, with no wish taken into account. */
@@ -142,35 +202,50 @@ export function actualState(view: ProgressView): ControlState {
   return view.kind === 'active' ? 'charging' : view.kind === 'pending' ? 'starting' : 'idle';
 }
 
-const mmss = (ms: number): string => {
-  const sec = Math.ceil(ms / 1000);
-  return `${Math.floor(sec / 60)}:${String(sec % 60).padStart(2, '0')}`;
-};
-const secs = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 const waitLeft = (m: ControlMemory, now: number, s: ControlSettings): number => Math.max(0, s.waitMs - (now - (m.command?.at ?? now)));
 
 function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand: boolean): Decision {
-  if (view.kind === 'active') return { state: 'charging', reason: `charging (transaction ${view.transactionId})`, nextMs: s.checkMs };
+  if (view.kind === 'active') return decideCharging(m, view, now, s, mayCommand);
+  const inWait = m.command?.action === 'START';
   if (view.kind === 'pending') {
-    const ours = m.command?.action === 'START';
-    return { state: 'starting', reason: ours ? 'START accepted: the session is pending (no transaction yet)' : 'a session is pending (no transaction yet)', nextMs: s.confirmMs };
+    if (inWait) return { state: 'starting', reason: 'START accepted: the session is pending (no transaction yet)', nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
+    if (m.failed?.action === 'START') return { state: 'failed', reason: m.failed.reason, nextMs: s.checkMs };
+    return { state: 'starting', reason: 'a session is pending (no transaction yet)', nextMs: s.checkMs };
   }
   if (view.kind === 'elsewhere') return { state: 'idle', reason: `the RFID token is in use at ${view.locationId} / ${view.evseId}: not started here`, nextMs: s.checkMs };
+  if (m.done) return { state: 'done', reason: m.done.reason, nextMs: s.checkMs };
   if (m.endedAtStation) return { state: 'idle', reason: ENDED_AT_STATION, nextMs: s.checkMs };
   const attempt = { n: m.round === 'START' ? m.attempts : 0, of: s.startAttempts };
   if (m.command?.action === 'START') {
     return { state: 'starting', reason: `START ${attempt.n}/${attempt.of} sent ${secs(now - m.command.at)} ago: waiting for the session`, attempt, nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
   }
-  if (m.failed?.action === 'START') return { state: 'failed', reason: m.failed.reason, nextMs: s.checkMs };
-  if (m.round === 'START' && m.attempts >= s.startAttempts) {
-    m.failed = { action: 'START', reason: NO_SESSION_AFTER_START, at: now };
-    return { state: 'failed', reason: NO_SESSION_AFTER_START, attempt, nextMs: s.checkMs };
+  if (m.round === 'START' && m.attempts >= s.startAttempts && !m.failed) m.failed = { action: 'START', reason: NO_SESSION_AFTER_START, at: now };
+  if (m.failed?.action === 'START') {
+    // A timed retry: the car may be plugged in later, the connector may free.
+    const left = s.retryMs > 0 ? s.retryMs - (now - m.failed.at) : Infinity;
+    const state = m.failed.busy ? 'busy' : 'failed';
+    if (left > 0) return { state, reason: left < Infinity ? `${m.failed.reason}; next round in ${mmss(left)}` : m.failed.reason, attempt, nextMs: Math.min(s.checkMs, left) };
+    newRound(m);
+    attempt.n = 0;
   }
   if (!mayCommand) return { state: 'idle', reason: OTHER_SENDER, nextMs: s.checkMs };
   const guard = guardLeft(m, 'START', now, s);
   if (guard > 0) return { state: 'guard', reason: `START in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last STOP`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
+  const free = startFreeIn(m, now, s);
+  if (free > 0) return { state: 'failed', reason: `no more than ${s.startAttempts} STARTs per ${secs(startWindowMs(s))}: next START in ${mmss(free)}`, nextMs: Math.min(free, s.checkMs) };
   const n = attempt.n + 1;
-  return { state: 'starting', reason: `START ${n}/${s.startAttempts} sent`, send: { action: 'START' }, attempt: { n, of: s.startAttempts }, nextMs: s.confirmMs };
+  return { state: 'starting', reason: `START ${n}/${s.startAttempts} sent`, send: { action: 'START' }, attempt: { n, of: s.startAttempts }, nextMs: Math.min(s.confirmMs, s.waitMs) };
+}
+
+/** Charging while wanted on: kept so, unless the energy limit is reached (then stopped: done). */
+function decideCharging(m: ControlMemory, view: Extract<ProgressView, { kind: 'active' }>, now: number, s: ControlSettings, mayCommand: boolean): Decision {
+  const energy = view.energyKWh;
+  if (!m.done && m.limitKWh !== null && energy !== undefined && energy >= m.limitKWh) {
+    m.done = { reason: `energy limit of ${m.limitKWh} kWh reached (${energy} kWh): stopped; not started again until a new wish`, transactionId: view.transactionId };
+  }
+  // Only the session that reached the limit is stopped: one the driver starts after it is theirs.
+  if (m.done && m.done.transactionId === view.transactionId) return stopActive(m, view.transactionId, now, s, mayCommand);
+  return { state: 'charging', reason: `charging (transaction ${view.transactionId})`, nextMs: s.checkMs };
 }
 
 function decideOff(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand: boolean): Decision {
@@ -183,7 +258,8 @@ function decideOff(m: ControlMemory, view: ProgressView, now: number, s: Control
   const mustStop = m.offPending || s.enforce;
   if (view.kind === 'pending') {
     if (!mustStop) return { state: 'starting', reason: 'a session started at the station is pending: not stopped (enforce is off)', nextMs: s.checkMs };
-    return { state: 'stopping', reason: 'the session is pending (no transaction yet): it is stopped once it has one', nextMs: s.confirmMs };
+    const recent = m.command !== null && now - m.command.at < s.waitMs;
+    return { state: 'stopping', reason: 'the session is pending (no transaction yet): it is stopped once it has one', nextMs: recent ? s.confirmMs : s.checkMs };
   }
   if (view.kind !== 'active') return { state: actualState(view), reason: 'progress could not be read', nextMs: s.checkMs };
   if (!mustStop) return { state: 'charging', reason: 'started at the station: not stopped (enforce is off)', nextMs: s.checkMs };
@@ -207,7 +283,8 @@ function stopActive(m: ControlMemory, transactionId: string, now: number, s: Con
     return { state: 'failed', reason, attempt, nextMs: s.checkMs, error: new ChargingError('NOT_STOPPED', `The session did not end after ${m.attempts} STOPs (each followed by a wait of ${secs(s.waitMs)}): transaction ${transactionId} is still active; STOP again in ${secs(s.checkMs)}`) };
   }
   if (!mayCommand) return { state: 'charging', reason: OTHER_SENDER, nextMs: s.checkMs };
-  const guard = m.force ? 0 : guardLeft(m, 'STOP', now, s);
+  // The energy limit is no change of mind: its STOP does not wait for the guard either.
+  const guard = m.force || m.done ? 0 : guardLeft(m, 'STOP', now, s);
   if (guard > 0) return { state: 'guard', reason: `STOP in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last START (msg.force stops at once)`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
   const n = attempt.n + 1;
   return { state: 'stopping', reason: `STOP ${n}/${s.stopAttempts} sent`, send: { action: 'STOP', transactionId }, attempt: { n, of: s.stopAttempts }, nextMs: s.confirmMs };

@@ -18,7 +18,8 @@ export type ProgressView =
   | { kind: 'none' }
   /** a session without a transaction yet: it may be starting (never START again while it is) */
   | { kind: 'pending' }
-  | { kind: 'active'; transactionId: string }
+  /** energyKWh: the session's energy so far, when the controller could derive it (for the energy limit) */
+  | { kind: 'active'; transactionId: string; energyKWh?: number }
   /** the token's session is on another connector: nothing of ours to start or stop here */
   | { kind: 'elsewhere'; locationId: string; evseId: string }
   /** an answer that cannot be read as any of these: nothing is decided on it */

@@ -26,3 +26,16 @@ function describe(v: unknown): string {
   if (v === null) return 'null';
   return Array.isArray(v) ? 'an array' : typeof v;
 }
+
+/**
+ * msg.energyLimit with a wish: kWh (a positive number, or a numeric string),
+ * null or 0 for no limit, undefined when the message has none (the node's
+ * setting applies). Anything else is INVALID_INPUT.
+ */
+export function parseEnergyLimit(v: unknown): number | null | undefined {
+  if (v === undefined) return undefined;
+  if (v === null || v === 0 || v === '0' || v === '') return null;
+  const n = typeof v === 'number' ? v : typeof v === 'string' ? Number(v.trim()) : NaN;
+  if (Number.isFinite(n) && n > 0 && n <= 10_000) return n;
+  throw new ChargingError('INVALID_INPUT', `msg.energyLimit must be a number of kWh above 0 (up to 10000), or null/0 for no limit (got ${describe(v)})`, { field: 'energyLimit' });
+}

@@ -22,6 +22,8 @@ export interface FleetWish {
   wanted: boolean;
   force?: boolean;
   restart?: boolean;
+  /** kWh; null: none; absent: the node's setting */
+  energyLimit?: number | null;
 }
 
 
@@ -95,7 +97,8 @@ function parseWish(raw: string | null | undefined): FleetWish | null {
   try {
     const w = JSON.parse(raw.slice(colon + 1)) as Partial<FleetWish>;
     if (!Number.isFinite(seq) || typeof w.wanted !== 'boolean') return null;
-    return { seq, wanted: w.wanted, force: w.force === true, restart: w.restart === true };
+    const limit = typeof w.energyLimit === 'number' && Number.isFinite(w.energyLimit) && w.energyLimit > 0 ? w.energyLimit : w.energyLimit === null ? null : undefined;
+    return { seq, wanted: w.wanted, force: w.force === true, restart: w.restart === true, ...(limit !== undefined ? { energyLimit: limit } : {}) };
   } catch {
     return null;
   }

@@ -18,7 +18,7 @@ import { clientFor, startSimulator, until } from '../../harness';
 import { FakeClock } from './fake-clock';
 
 const T = { locationId: 'FC-LOC', evseId: '1', token: 'FC-RFID-1' };
-const SETTINGS: ControlSettings = { guardMs: 300_000, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false };
+const SETTINGS: ControlSettings = { guardMs: 300_000, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
 
 interface Rig {
   book: ControlBook;
@@ -104,9 +104,11 @@ describe('charging-control controller (fake clock, real simulator)', function ()
     await r.clock.advance(120_000);
     assert.equal(sim.counters.startArrivals, 3, 'startAttempts 3');
     assert.equal(states(r).at(-1), 'failed');
-    assert.equal(r.outputs.at(-1)?.reason, NO_SESSION_AFTER_START);
-    await r.book.want(T, true); // the same on again: a new try
-    assert.equal(sim.counters.startArrivals, 4);
+    assert.ok(r.outputs.at(-1)?.reason.startsWith(NO_SESSION_AFTER_START), r.outputs.at(-1)?.reason);
+    for (let i = 0; i < 10; i++) await r.book.want(T, true); // the same on again (MQTT repeats it): nothing
+    assert.equal(sim.counters.startArrivals, 3);
+    await r.clock.advance(590_000);
+    assert.equal(sim.counters.startArrivals, 4, 'a new round after retryInterval');
     r.book.close();
   });
 
@@ -223,28 +225,30 @@ describe('charging-control controller (fake clock, real simulator)', function ()
     r.book.close();
   });
 
-  it('a START the service refuses (409: the connector is busy with another token): failed with its reason, not sent again by itself', async () => {
+  it('a START the service refuses (409: the connector is busy with another token): busy with its reason, not sent again before retryInterval', async () => {
     await client.sendCommand({ action: 'START', ...T, token: 'SOMEONE-ELSE' });
     const r = rig();
     const err = await r.book.want(T, true);
     assert.equal(err?.code, 'HTTP');
-    assert.equal(states(r).at(-1), 'failed');
-    assert.match(r.outputs.at(-1)?.reason ?? '', /^the service refused START: .*409.*busy/);
+    assert.equal(states(r).at(-1), 'busy');
+    assert.match(r.outputs.at(-1)?.reason ?? '', /^the connector is busy .*409.*busy/);
     await r.clock.advance(300_000);
     assert.equal(sim.arrivals('START', `${T.token}|${T.locationId}|${T.evseId}`), 1);
     r.book.close();
   });
 
-  it('a check that fails by itself reports once per streak; a check asked for by a message gets its failure back', async () => {
+  it('progress unreadable: one error for the outage, whether the check was a timer or a message; the output says the wish waits', async () => {
     const r = rig({ checkMs: 10_000 });
-    await r.book.want(T, true);
+    const first = await r.book.want(T, true);
+    assert.equal(first, undefined);
     sim.inject({ target: 'get', kind: 'status', status: 400, times: Infinity });
     await r.clock.advance(120_000);
     assert.equal(r.errors.length, 1, r.errors.map((e) => e.message).join(' | '));
     assert.equal(r.errors[0].code, 'HTTP');
-    await r.book.want(T, false);
-    const err = await r.book.want(T, true);
-    assert.equal(err?.code, 'HTTP');
+    const err = await r.book.want(T, false);
+    assert.equal(err, undefined, 'the outage was reported already');
+    assert.equal(r.outputs.at(-1)?.wanted, false);
+    assert.match(r.outputs.at(-1)?.reason ?? '', /^progress cannot be read .*: the wish is carried out once it can be/);
     r.book.close();
   });
 

@@ -15,7 +15,7 @@ import { applyWish, decide, noteSent, observe } from '../../../nodes/lib/control
 import type { ProgressView } from '../../../nodes/lib/control/view';
 
 type Step =
-  | { k: 'wish'; on: boolean; force: boolean }
+  | { k: 'wish'; on: boolean; force: boolean; restart: boolean }
   | { k: 'view'; v: 'none' | 'pending' | 'A' | 'B' | 'C' | 'unreadable' }
   | { k: 'wait'; ms: number }
   | { k: 'restart' };
@@ -29,11 +29,11 @@ interface Sent {
   step: number;
 }
 
-const S: ControlSettings = { guardMs: 10_000, checkMs: 30_000, confirmMs: 1_000, waitMs: 5_000, startAttempts: 2, stopAttempts: 3, enforce: false };
+const S: ControlSettings = { guardMs: 10_000, checkMs: 30_000, confirmMs: 1_000, waitMs: 5_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 20_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
 const TARGET = { locationId: 'L', evseId: '1', token: 'T' };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 2, arbitrary: fc.record({ k: fc.constant('wish' as const), on: fc.boolean(), force: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('wish' as const), on: fc.boolean(), force: fc.boolean(), restart: fc.boolean() }) },
   { weight: 6, arbitrary: fc.record({ k: fc.constant('view' as const), v: fc.constantFrom('none' as const, 'pending' as const, 'A' as const, 'B' as const, 'C' as const, 'unreadable' as const) }) },
   { weight: 4, arbitrary: fc.record({ k: fc.constant('wait' as const), ms: fc.constantFrom(500, 1_000, 3_000, 6_000, 12_000) }) },
   { weight: 1, arbitrary: fc.constant<Step>({ k: 'restart' }) },
@@ -61,7 +61,7 @@ function run(steps: Step[]): { sent: Sent[]; states: Array<string | null> } {
   steps.forEach((step, i) => {
     const now = t - origin;
     if (step.k === 'wait') t += step.ms;
-    else if (step.k === 'wish') applyWish(m, step.on, { force: step.force });
+    else if (step.k === 'wish') applyWish(m, step.on, { force: step.force, restart: step.restart }, now, S);
     else if (step.k === 'restart') {
       const kept = JSON.parse(JSON.stringify(toKept(TARGET, m, { now, wall: wall0 + t }))) as unknown;
       origin = t;
@@ -85,6 +85,18 @@ function run(steps: Step[]): { sent: Sent[]; states: Array<string | null> } {
 }
 
 const steps = fc.array(stepArb, { maxLength: 40 });
+
+/** The steps with the latest wish sent again after each marked step (an MQTT publisher repeating its value). */
+function withRepeats(s: Step[], marks: boolean[]): Step[] {
+  const out: Step[] = [];
+  let latest: Step | undefined;
+  s.forEach((step, i) => {
+    out.push(step);
+    if (step.k === 'wish') latest = step;
+    if (marks[i % marks.length] && latest) out.push({ ...latest });
+  });
+  return out;
+}
 
 describe("charging-control's view of a target, over any sequence of wishes, answers and time (fast-check)", () => {
   it('a restart from the kept state changes nothing: the same commands at the same moments, the same states', () => {
@@ -150,6 +162,39 @@ describe("charging-control's view of a target, over any sequence of wishes, answ
         }
       }),
       { numRuns: 300, seed: 343 },
+    );
+  });
+
+  it('a repeated identical wish never yields a command nor changes a state, in any state (failed and busy included, msg.restart too)', () => {
+    fc.assert(
+      fc.property(steps, fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }), (s, marks) => {
+        const plain = (r: ReturnType<typeof run>) => ({ sent: r.sent.map(({ action, tx, at }) => ({ action, tx, at })), states: r.states });
+        assert.deepEqual(plain(run(withRepeats(s, marks))), plain(run(s)));
+      }),
+      { numRuns: 400, seed: 41 },
+    );
+  });
+
+  it('whatever the input does (repeats, flips, restarts of the process): at most startAttempts STARTs that bring no session in any retryInterval', () => {
+    // The car unplugged (no session ever), a flapping or repeating input, and time passing.
+    const unplugged: fc.Arbitrary<Step> = fc.oneof(
+      { weight: 1, arbitrary: stepArb },
+      { weight: 4, arbitrary: fc.record({ k: fc.constant('wish' as const), on: fc.boolean(), force: fc.constant(false), restart: fc.constant(false) }) },
+      { weight: 4, arbitrary: fc.constant<Step>({ k: 'view', v: 'none' }) },
+      { weight: 3, arbitrary: fc.constant<Step>({ k: 'wait', ms: 3_000 }) },
+    );
+    const flappy = fc.array(unplugged, { minLength: 20, maxLength: 80 });
+    fc.assert(
+      fc.property(flappy, (s) => {
+        const starts = run(s).sent.filter((c) => c.action === 'START');
+        // A session seen between two STARTs: the car was plugged in, and the guard bounds those.
+        const sessionBetween = (a: number, b: number) => s.slice(a, b).some((x) => x.k === 'view' && /^[ABC]$/.test(x.v));
+        starts.forEach((c, i) => {
+          const inWindow = starts.slice(0, i + 1).filter((p) => c.at - p.at < S.retryMs && !sessionBetween(p.step, c.step)).length;
+          assert.ok(inWindow <= S.startAttempts, `${inWindow} STARTs with no session between them within ${S.retryMs} ms up to ${c.at} ms`);
+        });
+      }),
+      { numRuns: 400, seed: 4141 },
     );
   });
 });

@@ -20,7 +20,7 @@ import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';
 
-const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false };
+const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
 const TARGET: ControlTarget = { locationId: 'LOC-C', evseId: '1', token: 'RFID-CTL' };
 
 interface Replica {
@@ -127,5 +127,47 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     await until(() => second.states.some((s) => s.state === 'guard'), 'the guard on the new holder', 5_000);
     assert.equal(posts('START'), 1, 'no START inside the guard kept by the predecessor');
     assert.equal(posts('STOP'), 1);
+  });
+
+  /** The holder leaves (a redeploy, a rolling update): the other replica takes the target over with the memory it kept. */
+  async function handOver(rs: Replica[]): Promise<Replica> {
+    const [first] = holder(rs);
+    const [second] = rs.filter((r) => r !== first);
+    first.book.close();
+    await first.link.close(false);
+    replicas.splice(replicas.indexOf(first), 1);
+    await until(() => second.book.get(JSON.stringify([TARGET.locationId, TARGET.evseId, TARGET.token])) !== undefined, 'the take-over', 5_000);
+    await until(() => second.states.length > 0, 'a check by the new holder', 5_000);
+    await new Promise((r) => setTimeout(r, 700)); // a few checks and a fleet cycle
+    return second;
+  }
+
+  async function atStation(action: 'START' | 'STOP'): Promise<void> {
+    const tx = sim.session(TARGET.token)?.transactionId;
+    await client.sendCommand(action === 'START' ? { action, ...TARGET } : { action, ...TARGET, transactionId: tx });
+  }
+
+  it('a hand-over never applies an applied wish again: {on, restart} and a session the driver ended at the station: no START', async () => {
+    const rs = [replica(), replica()];
+    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await rs[0].link.want(TARGET, true, { restart: true });
+    await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
+    await atStation('STOP');
+    await until(() => rs.some((r) => r.states.at(-1)?.reason === 'ended at the station'), 'ended at the station', 8_000);
+    const second = await handOver(rs);
+    assert.equal(posts('START'), 1, 'the new holder did not START again');
+    assert.equal(second.states.at(-1)?.state, 'idle');
+  });
+
+  it('a hand-over never applies an applied wish again: {off, force} and a session started at the station later: no STOP', async () => {
+    const rs = [replica(), replica()];
+    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await rs[0].link.want(TARGET, false, { force: true });
+    await until(() => rs.some((r) => r.states.some((s) => s.state === 'idle')), 'idle', 8_000);
+    await atStation('START');
+    await until(() => rs.some((r) => r.states.at(-1)?.state === 'charging'), 'the station session seen', 8_000);
+    const second = await handOver(rs);
+    assert.equal(posts('STOP'), 0, 'the new holder did not stop the driver');
+    assert.equal(second.states.at(-1)?.state, 'charging');
   });
 });
