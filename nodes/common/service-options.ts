@@ -6,11 +6,11 @@
 import type https from 'node:https';
 import type { Node, NodeAPI } from 'node-red';
 import type { ServiceClientOptions } from '../lib/client/service-client';
-import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT } from '../lib/client/service-client';
-import { isAuthMethod, parseTokenParams } from '../lib/client/token-endpoint';
+import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT, SESSIONS_PATH, sessionsEndpoint } from '../lib/client/service-client';
+import { isAuthMethod, parseTokenParams, tokenEndpoint } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
 import { fleetKeyFor } from '../lib/fleet/keys';
-import { checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
+import { checkEndpointPath, checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
   baseUrl?: unknown;
@@ -74,6 +74,8 @@ export function clientOptions(RED: NodeAPI, settings: ServiceSettings, typed: Cr
   const allowHttp = settings.allowInsecureHttp === true;
   const base = checkEndpointUrl('Base URL', resolveEnvReference('Base URL', settings.baseUrl, env), allowHttp);
   const auth = checkEndpointUrl('Token URL', resolveEnvReference('Token URL', settings.authUrl, env), allowHttp);
+  checkEndpointPath('Base URL', sessionsEndpoint(base.url), SESSIONS_PATH);
+  checkEndpointPath('Token URL', tokenEndpoint(auth.url), '/token');
   const credentials = effectiveCredentials(typed, env);
   if (!credentials.clientId) throw new ChargingError('CONFIG', `The client ID is not set in the charging-service configuration (nor ${ENV_CLIENT_ID} in Node-RED's environment)`);
   if (!credentials.clientSecret) throw new ChargingError('CONFIG', `The client secret is not set in the charging-service configuration (nor ${ENV_CLIENT_SECRET} in Node-RED's environment)`);

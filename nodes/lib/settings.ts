@@ -13,8 +13,6 @@ export function checkEndpointUrl(label: string, raw: unknown, allowInsecureHttp:
   // No message below quotes the value: it may have come from the environment, and may be a secret put in the wrong field.
   const value = raw.trim();
   if (value.length > MAX_URL_LENGTH) throw new ChargingError('CONFIG', `${label} is longer than ${MAX_URL_LENGTH} characters`);
-  // A query or fragment would cancel the fixed path appended to the URL (/v1/token, /poi/v1/charging-sessions).
-  if (value.includes('?') || value.includes('#')) throw new ChargingError('CONFIG', `${label} must not contain ? or #: the client appends the endpoint's path to it`);
   let url: URL;
   try {
     url = new URL(value);
@@ -83,4 +81,20 @@ export function positiveNumber(raw: unknown, fallback: number, min: number, max:
   const n = typeof raw === 'number' ? raw : typeof raw === 'string' && raw.trim() !== '' ? Number(raw) : NaN;
   if (!Number.isFinite(n)) return fallback;
   return Math.min(max, Math.max(min, n));
+}
+
+/**
+ * Refuses an endpoint whose fixed path (`/v1/token`, `/poi/v1/charging-sessions`)
+ * a `?` or `#` in the configured URL cancelled: `https://host/any/path?` would
+ * otherwise reach any path of any host. Checked on the endpoint as built, so
+ * that a rule which keeps the path before a query passes.
+ */
+export function checkEndpointPath(label: string, endpoint: string, path: string): void {
+  let pathname = '';
+  try {
+    pathname = new URL(endpoint).pathname;
+  } catch {
+    // unreadable: refused below
+  }
+  if (!pathname.endsWith(path)) throw new ChargingError('CONFIG', `${label}: a ? or # in it would cancel the path ${path} the client appends; remove them`);
 }

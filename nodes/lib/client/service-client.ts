@@ -99,7 +99,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long a closing node or configuration lets a request on the wire finish: well inside Node-RED's 15 s. */
 export const CLOSE_GRACE_MS = 5_000;
-const SESSIONS_PATH = '/poi/v1/charging-sessions';
+export const SESSIONS_PATH = '/poi/v1/charging-sessions';
 const PROGRESS_QUERY = 'progress query';
 
 export function sessionsEndpoint(baseUrl: string): string {

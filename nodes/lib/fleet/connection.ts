@@ -317,7 +317,8 @@ export class FleetConnection {
   toError(err: unknown, what: string): ChargingError {
     if (err instanceof ChargingError) return err;
     const e = err as { message?: string; code?: string; name?: string } | undefined;
-    const raw = this.redact(String(e?.message ?? err));
+    // Redis's own error texts are one line; a longer one (a hostile server) is read no further than this.
+    const raw = this.redact(String(e?.message ?? err)).slice(0, 4096);
     const code = typeof e?.code === 'string' ? e.code : '';
     const at = `${this.prefix()}: ${what}`;
     if (/WRONGPASS|invalid password|invalid username-password/i.test(raw)) {

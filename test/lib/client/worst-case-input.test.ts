@@ -11,8 +11,10 @@
  *
  * No ReDoS checker (recheck, safe-regex2) is installed here; these inputs are
  * the check. Regexes not listed read only fixed texts (Node's error codes,
- * hpagent's "Bad response: <status>", the message catalogs) or the process's
- * own environment (HTTP_PROXY, NO_PROXY).
+ * hpagent's "Bad response: <status>", the message catalogs), text already cut
+ * to 300 characters (status and log lines), the last 6 characters of a
+ * timestamp, or are the simulator's (a test tool, behind Node's 16 KiB header
+ * limit, each anchored with one quantifier).
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -24,6 +26,7 @@ import type { RawResponse } from '../../../nodes/lib/client/transport';
 import { Redactor } from '../../../nodes/lib/client/redactor';
 import { sessionsEndpoint } from '../../../nodes/lib/client/service-client';
 import { parseRetryAfter } from '../../../nodes/lib/client/backoff';
+import { noProxyMatches, proxyChoice } from '../../../nodes/lib/client/proxy-env';
 import { isInvalidClient, parseTokenParams } from '../../../nodes/lib/client/token-endpoint';
 import { checkEndpointUrl, envReference, isLoopback, trimTrailingSlashes } from '../../../nodes/lib/settings';
 import { fleetKeyFor } from '../../../nodes/lib/fleet/keys';
@@ -167,6 +170,10 @@ describe('worst-case input for every regex that reads outside data', () => {
         ['isLoopback 127', () => isLoopback(`127${'.1'.repeat(20_000)}`)],
         ['parseTokenParams', () => assert.throws(() => parseTokenParams(`${'a'.repeat(40_000)} =1`))],
         ['parseTokenParams +', () => parseTokenParams(`a=${'+'.repeat(40_000)}`)],
+        ['NO_PROXY host:port', () => noProxyMatches(`${'1:'.repeat(20_000)}x`, 'h', 80)],
+        ['NO_PROXY brackets', () => noProxyMatches(`[${':'.repeat(40_000)}`, 'h', 80)],
+        ['NO_PROXY domain', () => noProxyMatches(`${'a.'.repeat(20_000)}-`, 'h', 80)],
+        ['HTTP_PROXY scheme', () => proxyChoice('http://h/', { HTTP_PROXY: `a${'a'.repeat(40_000)}:/x` })],
         ['normaliseField', () => normaliseField('token', `${' '.repeat(20_000)}${'a'.repeat(256)}${' '.repeat(20_000)}`, 'msg.payload')],
       ];
       for (const [name, run] of cases) {
