@@ -22,6 +22,8 @@ export class FleetWatchLink {
   private watcher: SessionWatcher | null = null;
   /** states kept locally (the context store): a seed only when Redis holds nothing for a token (it lost its data) */
   private local: (token: string) => SavedState | undefined = () => undefined;
+  /** after every gain or loss: the node tells the request budget its poll demand again */
+  private onShare: () => void = () => undefined;
   private readonly offHealth: () => void;
 
   /** gives this replica's share away while it cannot reach the service */
@@ -47,6 +49,7 @@ export class FleetWatchLink {
           });
         }
         this.showCount();
+        this.onShare();
       },
       onError: (err) => life.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
     });
@@ -71,9 +74,10 @@ export class FleetWatchLink {
     };
   }
 
-  /** The watcher that polls what this replica owns: told of every gain and loss from now on. */
-  attach(watcher: SessionWatcher): void {
+  /** The watcher that polls what this replica owns: told of every gain and loss from now on (and onShare after each). */
+  attach(watcher: SessionWatcher, onShare: () => void): void {
     this.watcher = watcher;
+    this.onShare = onShare;
   }
 
   /** The states kept locally, once the context store has loaded them. */

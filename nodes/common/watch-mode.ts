@@ -82,7 +82,7 @@ export class WatchMode {
       (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
     mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, link);
-    link?.attach(watcher);
+    link?.attach(watcher, () => mode?.demand());
     life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
@@ -130,13 +130,15 @@ export class WatchMode {
    */
   private demand(): void {
     const { client, intervalSec } = this.budget;
-    client.setPollDemand(this.node.id, this.watcher.size / intervalSec);
+    // Coordinated: the fleet's whole list, so that every replica stretches its share alike and the fleet fits its budget.
+    const watched = this.fleet?.total ?? this.watcher.size;
+    client.setPollDemand(this.node.id, watched / intervalSec);
     const stretch = client.pollStretch();
     if (stretch <= 1) return;
     const rate = client.requestRate;
     this.life.warnOnce(
       'budget',
-      `Watching ${this.watcher.size} tokens every ${intervalSec} s needs ${fmt(this.watcher.size / intervalSec)} requests/s, more than Max requests per second (${fmt(rate.limit)}, ${Math.round(POLL_SHARE * 100)} % of it for watch polls, shared by every watch node of this configuration) allows: each token is polled every ${fmt(intervalSec * stretch)} s instead`,
+      `Watching ${watched} tokens every ${intervalSec} s needs ${fmt(watched / intervalSec)} requests/s, more than Max requests per second (${fmt(rate.limit)}, ${Math.round(POLL_SHARE * 100)} % of it for watch polls, shared by every watch node of this configuration) allows: each token is polled every ${fmt(intervalSec * stretch)} s instead`,
     );
   }
 

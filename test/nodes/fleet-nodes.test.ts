@@ -184,4 +184,31 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
       await other.close();
     }
   });
+  it('watch mode: a replica whose polls cannot reach the service (wrong secret) gives its tokens to the other replica', async () => {
+    const tokens = ['SD-1', 'SD-2', 'SD-3', 'SD-4', 'SD-5', 'SD-6'];
+    const fleetKey = `rt-${process.pid}-${++n}`;
+    // Replica B: a Fleet in the test on the watch node's scope; it polls nothing, it only holds leases.
+    const other = new Fleet({ url: redis.url, fleetKey, ...FLEET });
+    const ownB = other.ownership<SavedState>('w');
+    try {
+      const svc = { id: 'svc', type: 'charging-service', name: 'replica A', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, timeout: 2, fleetKey };
+      const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc, { id: 'w', z: 'f1', type: 'charging-progress', service: 'svc', mode: 'watch', interval: 0.2, watchTokens: tokens.join(' '), wires: [['out']] }, { id: 'out', z: 'f1', type: 'helper' }];
+      await helper.load(NODES, flow, { svc: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', coordination: redis.url } });
+      await until(() => ownB.owned().length === tokens.length, 'the other replica owns every token', 15_000);
+      assert.match(loggedText(), /cannot reach the service/);
+      await new Promise((r) => setTimeout(r, 1_000));
+      assert.equal(ownB.owned().length, tokens.length, 'they stay there while this replica cannot reach the service');
+    } finally {
+      await other.close();
+    }
+  });
+  it('watch mode: the poll demand told to the request budget is the fleet\'s whole list, also for tokens leased after the start', async () => {
+    const tokens = Array.from({ length: 8 }, (_, i) => `PD-${i}`);
+    const fleetKey = `rt-${process.pid}-${++n}`;
+    const svc = { id: 'svc', type: 'charging-service', name: 'replica A', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, timeout: 5, fleetKey, maxRequestsPerSec: 2 };
+    const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc, { id: 'w', z: 'f1', type: 'charging-progress', service: 'svc', mode: 'watch', interval: 0.5, watchTokens: tokens.join(' '), wires: [['out']] }, { id: 'out', z: 'f1', type: 'helper' }];
+    await helper.load(NODES, flow, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, coordination: redis.url } });
+    // 8 tokens every 0.5 s is 16 requests/s against 2/s: the schedule stretches, and says so with the fleet's figures.
+    await until(() => /Watching 8 tokens every 0\.5 s needs 16 requests\/s/.test(loggedText()), 'the stretch warning with the fleet\'s figures', 8_000);
+  });
 });

@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { OwnershipChange, WatchOwnership } from '../../../nodes/lib/fleet/ownership';
 import { Rendezvous } from '../../../nodes/lib/fleet/rendezvous';
+import { COMMIT_STATE } from '../../../nodes/lib/fleet/scripts';
+import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
 import { until } from '../../harness';
 import { eventually, fleetSuite, ownershipSampler, sleep, FAST } from './fleet-fixture';
 
@@ -183,5 +185,23 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     const at = seen.findIndex((l) => l.includes(marker));
     assert.ok(at > 0, 'the monitor saw the replica at work before close');
     assert.deepEqual(seen.slice(at + 1, -1), [], 'commands on the fleet keys after close()');
+  });
+  it('a commit is applied once: a retry under its id is "done", even after later commits; another id from an old revision is stale', async () => {
+    const f = suite.replica();
+    await f.connection.open();
+    const keys = f.keys.scope('commit-ids');
+    const admin = suite.redis.admin();
+    await admin.set(keys.lease('T'), f.replicaId, 'PX', 10_000);
+    const commit = (rev: number, id: string, json: string) => f.connection.eval(COMMIT_STATE, [keys.lease('T'), keys.state], [f.replicaId, 'T', rev, json, id]);
+    const [a, b, c] = ['a'.repeat(16), 'b'.repeat(16), 'c'.repeat(16)];
+    assert.equal(await commit(0, a, '{"n":1}'), 1);
+    assert.equal(await commit(0, a, '{"n":1}'), 1, 'the same commit again: done, not stale');
+    assert.equal(await commit(1, b, '{"n":2}'), 2);
+    assert.equal(await commit(0, a, '{"n":1}'), 2, 'still known after a later commit');
+    assert.deepEqual(await commit(0, c, '{"n":9}'), [-2, 2], 'a new commit from an old revision is stale');
+    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'T')), { rev: 2, state: { n: 2 } }, 'the later state was not overwritten by the old retry');
+    await admin.set(keys.lease('T'), 'another', 'PX', 10_000);
+    assert.equal(await commit(1, b, '{"n":2}'), 2, 'done even once the lease has moved on: it was applied');
+    assert.equal(await commit(2, c, '{"n":3}'), -1, 'a new commit needs the lease');
   });
 });
