@@ -74,8 +74,10 @@ export async function soakControlMonth(args: MonthSoakArgs): Promise<boolean> {
   let busyUntil: Record<string, number> = {};
 
   async function connector(name: string, settings: Partial<ControlSettings>): Promise<Connector> {
-    const sim = await new ChargingServiceSimulator({ startDelayMs: 2_000, stopDelayMs: 2_000, keepRequests: 0, now: () => clock.wall() }).start();
-    const client = new ServiceClient({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.options.clientId, clientSecret: sim.options.clientSecret, timeoutMs: 2_000, now: () => clock.now(), retry: { baseDelayMs: 1, maxDelayMs: 2 } });
+    // The simulator follows the fake clock; the client's own waits (its retries' pauses) stay real and short.
+    // Tokens outlive the run: a token renewal every 30 simulated minutes is not what is measured here.
+    const sim = await new ChargingServiceSimulator({ startDelayMs: 2_000, stopDelayMs: 2_000, keepRequests: 0, tokenLifetimeSec: 90 * 86_400, now: () => clock.wall() }).start();
+    const client = new ServiceClient({ baseUrl: sim.baseUrl, authUrl: sim.authUrl, clientId: sim.options.clientId, clientSecret: sim.options.clientSecret, timeoutMs: 2_000, retry: { baseDelayMs: 1, maxDelayMs: 2 } });
     const c = { name, sim, client, settings: { ...DEFAULTS, ...settings }, target: { locationId: `MONTH-${name}`, evseId: '1', token: `MONTH-${name}` }, raw: null, inForce: null, endedByDriver: false, sends: [], startsPerDay: [], errors: [] } as unknown as Connector;
     const classify = (text: string) => {
       c.errors.push(text);

@@ -34,18 +34,19 @@ describe('editor: charging-control (Chromium)', function () {
     ({ page } = session);
   });
 
-  it('the dialog has the target as typed inputs, guard, check interval, wait, attempts, enforce and Keep state in, with their defaults', async () => {
+  it('the dialog has the target as typed inputs, guard, check interval, wait, attempts, retry, delays, energy limit, enforce and Keep state in, with their defaults', async () => {
     await openDialog(page);
-    for (const f of ['service', 'locationId', 'evseId', 'token', 'guard', 'checkInterval', 'waitTimeout', 'startAttempts', 'enforce', 'contextStore', 'name']) {
+    for (const f of ['service', 'locationId', 'evseId', 'token', 'guard', 'checkInterval', 'waitTimeout', 'startAttempts', 'retryInterval', 'onDelay', 'offDelay', 'energyLimit', 'enforce', 'contextStore', 'name']) {
       assert.equal(await page.$$eval(`#node-input-${f}`, (els) => els.length), 1, f);
     }
     const value = (f: string) => page.$eval(`#node-input-${f}`, (e) => (e as HTMLInputElement).value);
     assert.deepEqual([await value('guard'), await value('checkInterval'), await value('waitTimeout'), await value('startAttempts')], ['300', '30', '60', '2']);
+    assert.deepEqual([await value('retryInterval'), await value('onDelay'), await value('offDelay'), await value('energyLimit')], ['600', '0', '0', '']);
     assert.equal(await page.isChecked('#node-input-enforce'), false);
     assert.equal(await page.$$eval('.red-ui-typedInput-container', (els) => els.length), 3, 'locationId, evseId, token');
     assert.equal(await page.$eval('#node-input-token', (e) => (e as HTMLInputElement).placeholder), 'from msg.target.token');
     assert.equal(await label(page, 'guard'), 'Guard');
-    assert.equal(await label(page, 'enforce'), 'Stop sessions started at the station while wanted off');
+    assert.equal(await label(page, 'enforce'), "Stop sessions started at the station while wanted off (only sessions of this node's RFID token: progress is read by token)");
     assert.deepEqual(await page.$$eval('#node-input-contextStore option', (os) => os.map((o) => (o as HTMLOptionElement).value)), ['', 'file']);
     await session.shot('dialog-control');
   });
@@ -57,7 +58,7 @@ describe('editor: charging-control (Chromium)', function () {
       await delay(150);
       return page.$eval(`#node-input-${field}`, (e) => e.classList.contains('input-error'));
     };
-    for (const [field, bad, good] of [['guard', '-1', '0'], ['checkInterval', '0', '30'], ['startAttempts', '6', '5'], ['startAttempts', '1.5', '1'], ['waitTimeout', '0', '60'], ['guard', 'soon', '300']]) {
+    for (const [field, bad, good] of [['guard', '-1', '0'], ['checkInterval', '0', '30'], ['startAttempts', '6', '5'], ['startAttempts', '1.5', '1'], ['waitTimeout', '0', '60'], ['guard', 'soon', '300'], ['retryInterval', '-5', '0'], ['energyLimit', '-1', '']]) {
       assert.equal(await marked(field, bad), true, `${field} ${bad}`);
       assert.equal(await marked(field, good), false, `${field} ${good}`);
     }
@@ -90,7 +91,7 @@ describe('editor: charging-control (Chromium)', function () {
       assert.equal(await label(page, 'guard'), 'Sperrzeit');
       assert.equal(await label(page, 'checkInterval'), 'Prüfen alle');
       assert.equal(await label(page, 'waitTimeout'), 'Höchstens warten');
-      assert.equal(await label(page, 'enforce'), 'An der Station gestartete Sitzungen stoppen, solange aus gewünscht ist');
+      assert.equal(await label(page, 'enforce'), 'An der Station gestartete Sitzungen stoppen, solange aus gewünscht ist (nur Sitzungen des RFID-Tokens dieses Knotens: der Fortschritt wird per Token gelesen)');
       assert.equal(await label(page, 'contextStore'), 'Zustand speichern in');
       assert.equal(await page.$eval('#node-input-evseId', (e) => (e as HTMLInputElement).placeholder), 'aus msg.target.evseId');
       assert.match(await page.$eval('#node-input-contextStore option', (e) => e.textContent ?? ''), /^Standardspeicher/);

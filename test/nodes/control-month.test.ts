@@ -6,6 +6,7 @@
  * Commands are counted where they land (the simulator's arrival counters).
  */
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { load, Sink, send, until, delay, runtimeSuite, clientFor, FlowNode, statusCalls, loggedText } from '../harness';
 
 const TARGET = { locationId: 'CM-LOC', evseId: '1', token: 'CM-RFID-1' };
@@ -111,6 +112,34 @@ describe('charging-control left running (runtime + simulator, compressed time)',
     }
     assert.equal(starts(), 0);
   });
+
+  it('a context store that fails to keep the START: nothing sent, the error at Catch, no attempt used: START 1/2 at the next check once it works', async () => {
+    await load(rt.sim, [control({ retryInterval: 60 }), ...SINKS, CATCH]);
+    // Node-RED's memory context store itself fails, only for the write that carries the command (the one before the send).
+    type Set = (this: unknown, scope: string, key: unknown, value: unknown, cb?: (err?: Error) => void) => void;
+    const runtime = path.dirname(require.resolve(process.env.CHARGING_NODE_RED ?? 'node-red'));
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const memory = require(require.resolve('@node-red/runtime/lib/nodes/context/memory', { paths: [runtime] })) as (c: unknown) => object;
+    const proto = Object.getPrototypeOf(memory({})) as { set: Set };
+    const real = proto.set;
+    let failing = true;
+    proto.set = function (scope, key, value, cb) {
+      if (failing && JSON.stringify(value ?? null).includes('"command":{')) return cb?.(new Error('disk full'));
+      return real.call(this, scope, key, value, cb);
+    };
+    try {
+      send('ctl', { payload: true });
+      await until(() => caught().length === 1, 'the failure at Catch');
+      assert.equal(caught()[0].code, 'CONFIG');
+      assert.match(caught()[0].message, /disk full/);
+      await delay(600); // three checks, still failing
+      assert.equal(starts(), 0);
+      failing = false;
+      await until(() => states().at(-1) === 'charging', 'charging once the store works', 5000);
+      assert.equal(starts(), 1);
+      assert.ok(outs().some((m) => /^START 1\/2 sent/.test(String(m.reason))), outs().map((m) => m.reason).join(' | '));
+    } finally {
+      proto.set = real;
+    }
+  });
 });
-
-

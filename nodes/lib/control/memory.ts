@@ -65,7 +65,7 @@ export interface ControlMemory {
   /** a coordinated fleet's number of the last wish applied (0: none); kept so that a new holder never applies it again */
   wishSeq: number;
   /** a wish waiting for onDelay/offDelay: applied if it still holds at `since` + the delay (monotonic ms) */
-  held: { wanted: boolean; since: number; force: boolean; restart: boolean } | null;
+  held: { wanted: boolean; since: number; force: boolean; restart: boolean; energyLimit?: number | null } | null;
   /** the energy limit in force for this wish, kWh (null: none) */
   limitKWh: number | null;
   /** the limit was reached in this session: stopped, and not started again until a new wish */
@@ -93,7 +93,7 @@ export interface KeptTarget extends Omit<ControlMemory, 'command' | 'failed' | '
   failed: { action: Action; reason: string; atWall: number; busy?: boolean } | null;
   last: { action: Action; atWall: number } | null;
   startsWall: number[];
-  held: { wanted: boolean; sinceWall: number; force: boolean; restart: boolean } | null;
+  held: { wanted: boolean; sinceWall: number; force: boolean; restart: boolean; energyLimit?: number | null } | null;
 }
 
 export interface Clocks {
@@ -114,7 +114,7 @@ export function toKept(target: ControlTarget, m: ControlMemory, c: Clocks): Kept
     failed: m.failed && { action: m.failed.action, reason: m.failed.reason, atWall: wall(m.failed.at), ...(m.failed.busy ? { busy: true } : {}) },
     last: m.last && { action: m.last.action, atWall: wall(m.last.at) },
     startsWall: m.starts.map(wall),
-    held: m.held && { wanted: m.held.wanted, sinceWall: wall(m.held.since), force: m.held.force, restart: m.held.restart },
+    held: m.held && { wanted: m.held.wanted, sinceWall: wall(m.held.since), force: m.held.force, restart: m.held.restart, ...(m.held.energyLimit !== undefined ? { energyLimit: m.held.energyLimit } : {}) },
   };
 }
 
@@ -158,7 +158,10 @@ export function fromKept(raw: unknown, c: Clocks): { target: ControlTarget; memo
   m.lastWish = text(raw.lastWish);
   m.wishSeq = Math.max(0, finite(raw.wishSeq) ?? 0);
   const held = raw.held;
-  if (isObject(held) && typeof held.wanted === 'boolean') m.held = { wanted: held.wanted, since: mono(held.sinceWall) ?? c.now, force: held.force === true, restart: held.restart === true };
+  if (isObject(held) && typeof held.wanted === 'boolean') {
+    const heldLimit = held.energyLimit === null ? null : finite(held.energyLimit) ?? undefined;
+    m.held = { wanted: held.wanted, since: mono(held.sinceWall) ?? c.now, force: held.force === true, restart: held.restart === true, ...(heldLimit !== undefined ? { energyLimit: heldLimit } : {}) };
+  }
   const limit = finite(raw.limitKWh);
   m.limitKWh = limit !== null && limit > 0 ? limit : null;
   m.done = isObject(raw.done) ? { reason: text(raw.done.reason) ?? 'energy limit reached', transactionId: text(raw.done.transactionId) ?? '' } : null;

@@ -66,7 +66,7 @@ export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, 
   m.lastWish = id;
   const delay = wanted ? s.onDelayMs : s.offDelayMs;
   if (delay > 0 && m.wanted !== wanted) {
-    if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true };
+    if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) };
     return true;
   }
   m.held = null;
@@ -78,7 +78,7 @@ export function ripen(m: ControlMemory, now: number, s: ControlSettings): void {
   const h = m.held;
   if (!h || now - h.since < (h.wanted ? s.onDelayMs : s.offDelayMs)) return;
   m.held = null;
-  takeWish(m, h.wanted, { force: h.force, restart: h.restart, energyLimit: m.limitKWh }, s);
+  takeWish(m, h.wanted, { force: h.force, restart: h.restart, ...(h.energyLimit !== undefined ? { energyLimit: h.energyLimit } : {}) }, s);
 }
 
 function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, s: ControlSettings): boolean {

@@ -39,7 +39,8 @@ describe('charging-control left running: repeats, unplugged car, busy connector,
   const rigs: Rig[] = [];
   beforeEach(async () => {
     sim = await startSimulator({ startDelayMs: 0, stopDelayMs: 0 });
-    client = clientFor(sim, { timeoutMs: 2000 });
+    // The client's own pauses between retries are real time: short, so that an outage costs no seconds.
+    client = clientFor(sim, { timeoutMs: 2000, retry: { baseDelayMs: 5, maxDelayMs: 10 } });
   });
   afterEach(async () => {
     for (const r of rigs.splice(0)) r.book.close();

@@ -100,6 +100,11 @@ describe('charging-control rules (pure)', () => {
     applyWish(m, true, {}, 7_000, D);
     assert.equal(decide(m, NONE, 16_000, D)?.send, undefined, 'held since the second on, at 7 s');
     assert.equal(decide(m, NONE, 17_000, D)?.send?.action, 'START');
+    assert.equal(m.limitKWh, null);
+    const limited = mem();
+    applyWish(limited, true, {}, 0, { ...D, energyLimitKWh: 20 });
+    decide(limited, NONE, 10_000, { ...D, energyLimitKWh: 20 });
+    assert.equal(limited.limitKWh, 20, "a held on takes the node's limit when it acts");
   });
 
   it('energy limit: the session is stopped when it reaches it (no guard), then done until a new wish', () => {
