@@ -71,6 +71,29 @@ describe('editor: charging-control (Chromium)', function () {
     await page.click('#node-dialog-cancel');
   });
 
+  it('a node saved before retry and delays existed is valid, and its dialog shows their defaults', async () => {
+    // The previous test's dialog closes with an animation: its fields must be gone before this one opens.
+    await page.waitForFunction(() => document.querySelectorAll('#node-input-guard').length === 0);
+    const id = await page.evaluate(() => {
+      const RED = (window as unknown as { RED: Record<string, any> }).RED; // eslint-disable-line @typescript-eslint/no-explicit-any
+      const tab = RED.workspaces.active();
+      // As the previous version saved it: no retryInterval, onDelay, offDelay, energyLimit.
+      RED.view.importNodes([{ id: 'old-control', type: 'charging-control', z: tab, name: 'old', service: '', locationId: 'L', locationIdType: 'str', evseId: '1', evseIdType: 'str', token: 'T', tokenType: 'str', guard: 300, checkInterval: 30, waitTimeout: 60, startAttempts: 2, enforce: false, contextStore: '', x: 300, y: 400, wires: [[]] }], { generateIds: true, addFlow: false });
+      const node = RED.view.selection().nodes?.[0];
+      // The service is missing (no configuration in this editor): count only the properties' own validity.
+      const d = node._def.defaults;
+      const invalid = ['retryInterval', 'onDelay', 'offDelay', 'energyLimit'].filter((k) => d[k].validate && d[k].validate.call(node, node[k], {}) !== true);
+      RED.editor.edit(node);
+      return { id: String(node.id), invalid };
+    });
+    assert.deepEqual(id.invalid, [], 'the new settings are valid when absent');
+    await page.waitForSelector('#node-input-retryInterval', { state: 'visible' });
+    const value = (f: string) => page.$eval(`#node-input-${f}`, (e) => (e as HTMLInputElement).value);
+    assert.deepEqual([await value('retryInterval'), await value('onDelay'), await value('offDelay'), await value('energyLimit')], ['600', '0', '0', '']);
+    assert.equal(await page.$eval('#node-input-retryInterval', (e) => e.classList.contains('input-error')), false);
+    await page.click('#node-dialog-cancel');
+  });
+
   it('help in the sidebar: Inputs, Outputs and Details, with the states and the guard', async () => {
     await page.evaluate(() => (window as unknown as { RED: { sidebar: { help: { show(t: string): void } } } }).RED.sidebar.help.show('charging-control'));
     await page.waitForSelector('.red-ui-help h3');
