@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
-import { assertNoSecret, helper, load, loggedText, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
+import { assertNoSecret, flowFor, helper, load, loggedText, NODES, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [[]] };
 /** A value of Node-RED's environment the dialog's user must never see or send elsewhere. */
@@ -64,6 +64,21 @@ describe('Test connection: where a token from the stored secret may go', () => {
     assert.equal(res.body.ok, true, res.body.message);
     assert.notEqual(res.body.probed, false);
     assert.equal(rt.sim.counters.progressQueries, 1);
+  });
+
+  it("tests URLs the deployed configuration names as ${NAME} of its flow's environment or as $(NAME), as Node-RED expanded them", async () => {
+    process.env.CHARGING_TEST_AUTH_URL = rt.sim.authUrl;
+    try {
+      const f = flowFor(rt.sim, [PROGRESS], { z: 'f1', baseUrl: '${SVC_BASE_URL}', authUrl: '$(CHARGING_TEST_AUTH_URL)' });
+      f.flow[0] = { ...f.flow[0], env: [{ name: 'SVC_BASE_URL', value: rt.sim.baseUrl, type: 'str' }] };
+      await helper.load(NODES, f.flow, f.credentials);
+      const res = await post({ id: 'svc', baseUrl: '${SVC_BASE_URL}', authUrl: '$(CHARGING_TEST_AUTH_URL)', clientId: CLIENT_ID, clientSecret: '__PWRD__' });
+      assert.equal(res.body.ok, true, res.body.message);
+      assert.notEqual(res.body.probed, false, res.body.message);
+      assert.equal(rt.sim.counters.progressQueries, 1);
+    } finally {
+      delete process.env.CHARGING_TEST_AUTH_URL;
+    }
   });
 
   it('probes a Base URL given as ${NAME} when the deployed configuration has the same ${NAME}', async () => {
