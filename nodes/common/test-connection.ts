@@ -24,13 +24,17 @@ type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: 
 
 /**
  * A token URL typed in the dialog may be any host of Node-RED's network: what
- * it answered is not quoted, or the dialog would read any page that ends in
- * /v1/token. The deployed token URL's answer is (it helps to fix the setup).
+ * it answered is quoted only when it is an OAuth error (RFC 6749 §5.2, which
+ * helps to fix a new configuration; the body's JSON is summarised as
+ * "code: description"), or the dialog would read any page that ends in
+ * /v1/token. The deployed token URL's answer is always quoted.
  */
 function unquoted(message: string, err: unknown): string {
-  const quoted = err instanceof ChargingError && err.serviceMessage ? ` (${err.serviceMessage})` : '';
-  return quoted ? message.split(quoted).join(' (its answer is quoted only for the deployed token URL)') : message;
+  const said = err instanceof ChargingError ? (err.serviceMessage ?? '') : '';
+  if (said === '' || OAUTH_ERROR.test(said)) return message;
+  return message.split(` (${said})`).join(' (its answer is quoted only for the deployed token URL, or an OAuth error)');
 }
+const OAUTH_ERROR = /^(invalid_request|invalid_client|invalid_grant|unauthorized_client|unsupported_grant_type|invalid_scope)(:|$)/;
 
 async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, skipProbe: string | undefined, typedAuthUrl: boolean): Promise<TestAnswer> {
   let client: ServiceClient | null = null;
