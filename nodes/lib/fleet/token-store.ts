@@ -198,7 +198,8 @@ export class SharedTokenStore {
     // (or just before it) would be renewed at once, so the replica that gets there first fetches a new one.
     const renewWindow = Math.min(this.renewMarginMs, lifetimeMs / 10) + Math.min(1_000, lifetimeMs / 10);
     if (!(leftMs > Math.max(renewWindow, this.minLifetimeMs))) return null;
-    return { accessToken: value, expiresIn: leftMs / 1000, source: 'fleet' };
+    // Whoever writes to Redis can stretch the key's TTL, not the token's life: never believed past the spec's 30 min.
+    return { accessToken: value, expiresIn: Math.min(leftMs, SPEC_TOKEN_LIFETIME_MS) / 1000, source: 'fleet' };
   }
 
   /** This replica holds the lock: ask the token endpoint, store the answer, free the lock. */

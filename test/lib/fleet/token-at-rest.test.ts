@@ -15,7 +15,7 @@ import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import { ChargingError } from '../../../nodes/lib/errors';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { startSimulator, CLIENT_ID, CLIENT_SECRET } from '../../harness';
-import { dumpRedis, fleetSuite, sleep } from './fleet-fixture';
+import { dumpRedis, fleetSuite, IDENTITY, simulatorToken, sleep } from './fleet-fixture';
 
 describe('fleet: the token at rest in Redis (real Redis, simulator)', function () {
   this.timeout(20_000);
@@ -112,5 +112,17 @@ describe('fleet: the token at rest in Redis (real Redis, simulator)', function (
     const token = String(sim.requests.at(-1)?.headers.authorization).replace('Bearer ', '');
     assert.ok(token.length > 8);
     for (const text of [err.message, String(err.serviceMessage), JSON.stringify(err)]) assert.ok(!text.includes(token), `the token is in: ${text}`);
+  });
+
+  it('believes a stored token for 30 min at most, even when its key in Redis was given a day to live', async () => {
+    sim = await startSimulator();
+    const fleet = suite.replica();
+    const fetch = simulatorToken(sim);
+    assert.equal((await fleet.tokens.fetch(fetch, IDENTITY)).source, 'fetched');
+    const [key] = await tokenKeys();
+    await suite.redis.admin().pexpire(key, 24 * 3600 * 1000);
+    const read = await suite.replica().tokens.fetch(fetch, IDENTITY);
+    assert.equal(read.source, 'fleet');
+    assert.ok(read.expiresIn !== undefined && read.expiresIn <= 30 * 60, `believed for ${read.expiresIn} s`);
   });
 });
