@@ -86,6 +86,11 @@ export function dialogValues(body: Record<string, unknown>, deployed: Deployed |
   const storedKey = !typedKey && !!credentials.apiKey;
   const storedRedis = !!credentials.coordination && (!typedRedis || same(credentials.coordination, stored.coordination));
   const settings: ServiceSettings = { ...body };
+  // The deployed URL as Node-RED expanded it: it also reads the flow's environment, $(NAME) and NR_* names, which `env` cannot.
+  for (const which of ['baseUrl', 'authUrl'] as const) {
+    const expanded = deployed?.expanded[which];
+    if (same(body[which], deployed?.config[which]) && typeof expanded === 'string' && expanded !== '') settings[which] = expanded;
+  }
   if (storedSecret || storedKey) {
     settings.tls = deployed?.config.tls;
     settings.allowInsecureHttp = deployed?.config.allowInsecureHttp;

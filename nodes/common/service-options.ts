@@ -141,7 +141,8 @@ function tokenParamsOf(value: unknown): Array<[string, string]> {
 function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions | undefined {
   if (!tlsId || tlsId === '_ADD_') return undefined;
   const tlsNode = RED.nodes.getNode(tlsId) as TlsConfigNode | null;
-  if (!tlsNode) throw new ChargingError('CONFIG', 'The selected TLS configuration could not be found (deploy it first)');
+  // The id comes from the dialog's request as well: another node's id, or a key such as __proto__ that a plain-object lookup answers, is not a TLS configuration.
+  if (!tlsNode || tlsNode.type !== 'tls-config' || typeof tlsNode.addTLSOptions !== 'function') throw new ChargingError('CONFIG', 'The selected TLS configuration could not be found (deploy it first)');
   // Such a node silently adds no certificate, key or CA: requests would go out without them and fail later, far from the cause.
   if (tlsNode.valid === false) {
     throw new ChargingError('CONFIG', `The TLS configuration "${tlsNode.name || tlsNode.id}" could not load its certificate, key or CA file (see the log at deploy): fix the file paths, or upload the files in the TLS configuration`);

@@ -14,6 +14,7 @@
  */
 import type { NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
+import { ChargingError } from '../lib/errors';
 import type { ConnectionReport } from '../lib/client/service-client';
 import { clientOptions, Credentials, ServiceSettings } from './service-options';
 import { checkRedis, RedisAnswer } from './fleet-test';
@@ -21,7 +22,21 @@ import { deployedOf, dialogValues } from './dialog-values';
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
 
-async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, skipProbe?: string): Promise<TestAnswer> {
+/**
+ * A token URL typed in the dialog may be any host of Node-RED's network: what
+ * it answered is quoted only when it is an OAuth error (RFC 6749 §5.2, which
+ * helps to fix a new configuration; the body's JSON is summarised as
+ * "code: description"), or the dialog would read any page that ends in
+ * /v1/token. The deployed token URL's answer is always quoted.
+ */
+function unquoted(message: string, err: unknown): string {
+  const said = err instanceof ChargingError ? (err.serviceMessage ?? '') : '';
+  if (said === '' || OAUTH_ERROR.test(said)) return message;
+  return message.split(` (${said})`).join(' (its answer is quoted only for the deployed token URL, or an OAuth error)');
+}
+const OAUTH_ERROR = /^(invalid_request|invalid_client|invalid_grant|unauthorized_client|unsupported_grant_type|invalid_scope)(:|$)/;
+
+async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, skipProbe: string | undefined, typedAuthUrl: boolean): Promise<TestAnswer> {
   let client: ServiceClient | null = null;
   try {
     client = new ServiceClient(clientOptions(RED, settings, credentials, env).options);
@@ -29,7 +44,8 @@ async function test(RED: NodeAPI, settings: ServiceSettings, credentials: Creden
     return report.ok ? report : { ...report, error: report.message };
   } catch (err) {
     const raw = err instanceof Error ? err.message : String(err);
-    const message = client ? client.redact(raw) : raw;
+    const redacted = client ? client.redact(raw) : raw;
+    const message = typedAuthUrl ? unquoted(redacted, err) : redacted;
     return { ok: false, error: message, message };
   } finally {
     void client?.close();
@@ -53,7 +69,7 @@ async function answer(RED: NodeAPI, body: Record<string, unknown>): Promise<Test
       ? `${storedSecret ? 'a token issued for the stored secret' : 'the stored API key'} is only sent to the deployed Base URL. Deploy this Base URL, or retype the ${storedSecret ? 'client secret' : 'API key'}, to test it`
       : undefined;
   // Redis is checked even when the service is not (the URL is its own credential and goes only to its own host).
-  const service = refused ? Promise.resolve(refusal(refused)) : test(RED, settings, credentials, env, skipProbe);
+  const service = refused ? Promise.resolve(refusal(refused)) : test(RED, settings, credentials, env, skipProbe, !values.deployedUrl.authUrl);
   const redis = credentials.coordination ? checkRedis(RED, settings, credentials, env, values.storedRedis) : undefined;
   const [result, redisAnswer] = await Promise.all([service, redis]);
   return redisAnswer ? { ...result, redis: redisAnswer } : result;

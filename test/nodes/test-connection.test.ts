@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
-import { helper, load, loggedText, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
+import { assertNoSecret, flowFor, helper, load, loggedText, NODES, startSimulator, CLIENT_ID, CLIENT_SECRET, runtimeSuite } from '../harness';
 
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [[]] };
 /** A value of Node-RED's environment the dialog's user must never see or send elsewhere. */
@@ -64,6 +64,21 @@ describe('Test connection: where a token from the stored secret may go', () => {
     assert.equal(res.body.ok, true, res.body.message);
     assert.notEqual(res.body.probed, false);
     assert.equal(rt.sim.counters.progressQueries, 1);
+  });
+
+  it("tests URLs the deployed configuration names as ${NAME} of its flow's environment or as $(NAME), as Node-RED expanded them", async () => {
+    process.env.CHARGING_TEST_AUTH_URL = rt.sim.authUrl;
+    try {
+      const f = flowFor(rt.sim, [PROGRESS], { z: 'f1', baseUrl: '${SVC_BASE_URL}', authUrl: '$(CHARGING_TEST_AUTH_URL)' });
+      f.flow[0] = { ...f.flow[0], env: [{ name: 'SVC_BASE_URL', value: rt.sim.baseUrl, type: 'str' }] };
+      await helper.load(NODES, f.flow, f.credentials);
+      const res = await post({ id: 'svc', baseUrl: '${SVC_BASE_URL}', authUrl: '$(CHARGING_TEST_AUTH_URL)', clientId: CLIENT_ID, clientSecret: '__PWRD__' });
+      assert.equal(res.body.ok, true, res.body.message);
+      assert.notEqual(res.body.probed, false, res.body.message);
+      assert.equal(rt.sim.counters.progressQueries, 1);
+    } finally {
+      delete process.env.CHARGING_TEST_AUTH_URL;
+    }
   });
 
   it('probes a Base URL given as ${NAME} when the deployed configuration has the same ${NAME}', async () => {
@@ -219,5 +234,55 @@ describe('Test connection: nothing of the environment, no stored secret to a typ
     assert.ok(res.status === 200 || res.status === 500, `status ${res.status}`);
     assert.equal(res.body.ok, false);
     assert.equal(typeof res.body.message, 'string');
+  });
+
+  it('refuses a tls id that is not a tls-config (another node, a prototype key) by name, with no program error', async () => {
+    await load(rt.sim, [PROGRESS]);
+    for (const tls of ['svc', 'progress', '__proto__', 'constructor', 'toString', 'no-such-node']) {
+      const res = await post({ baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, tls, fleetTls: tls, coordination: 'redis://127.0.0.1:1' });
+      assert.equal(res.body.ok, false, tls);
+      assert.match(res.body.message, /TLS configuration could not be found/, `${tls}: ${res.body.message}`);
+      assert.match(res.body.redis.message, /TLS configuration could not be found/, `${tls}: ${res.body.redis.message}`);
+      assert.equal(rt.sim.counters.tokenRequests, 0, `${tls}: nothing was sent without the TLS configuration asked for`);
+    }
+  });
+
+  it('resolves no partial, doubled, nested or old-style ${NAME} form typed in any field, nor sends one anywhere', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const elsewhere = await captureServer();
+    const host = elsewhere.url.replace('http://', '');
+    const forms = ['${CHARGING_TEST_ENV_SECRET}x', '$${CHARGING_TEST_ENV_SECRET}', '${${CHARGING_TEST_ENV_SECRET}}', '$(CHARGING_TEST_ENV_SECRET)', '${CHARGING_TEST_ENV_SECRET} ', '${NR_NODE_ID}'];
+    try {
+      for (const form of forms) {
+        const bodies: Array<Record<string, unknown>> = [
+          { baseUrl: `http://${host}/${form}`, authUrl: `http://${host}/${form}` },
+          { baseUrl: elsewhere.url, authUrl: elsewhere.url, apiKey: form, apiKeyHeader: form, tokenParams: `a=${form}`, scope: form, clientId: form },
+          { baseUrl: elsewhere.url, authUrl: elsewhere.url, apiKey: form, tokenParams: form, clientId: CLIENT_ID, coordination: `redis://:${form}@127.0.0.1:1` },
+        ];
+        for (const body of bodies) {
+          const res = await post({ clientId: CLIENT_ID, clientSecret: 'typed-secret-1234', ...body });
+          assertNothingOf(res.text, ENV_SECRET);
+        }
+      }
+      assertNothingOf(JSON.stringify(elsewhere.seen), ENV_SECRET);
+      assertNoSecret(loggedText(), [ENV_SECRET, CLIENT_SECRET], 'the log');
+    } finally {
+      await elsewhere.close();
+    }
+  });
+
+  it('answers every non-string JSON type in every field with a clear refusal, never a program error', async () => {
+    await load(rt.sim, [PROGRESS]);
+    const fields = ['id', 'baseUrl', 'authUrl', 'scope', 'authMethod', 'timeout', 'maxInFlight', 'maxRequestsPerSec', 'allowInsecureHttp', 'tls', 'apiKeyHeader', 'tokenParams', 'fleetKey', 'fleetTls', 'clientId', 'clientSecret', 'apiKey', 'coordination'];
+    const values: unknown[] = [null, 0, -1, 1e308, true, [], ['https://x.example'], {}, { __proto__: { ok: true } }, { length: 1 }];
+    for (const field of fields) {
+      for (const value of values) {
+        const body = { id: 'svc', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, clientId: CLIENT_ID, clientSecret: '__PWRD__', [field]: value };
+        const res = await helper.request().post('/charging-service/test').timeout(10_000).send(body);
+        assert.equal(res.status, 200, `${field}=${JSON.stringify(value)}: status ${res.status}`);
+        assert.equal(typeof res.body.message, 'string', `${field}=${JSON.stringify(value)}`);
+        assert.doesNotMatch(res.body.message, /is not a function|Cannot read|undefined|\[object Object\]|TypeError/, `${field}=${JSON.stringify(value)}: ${res.body.message}`);
+      }
+    }
   });
 });

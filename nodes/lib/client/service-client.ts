@@ -369,7 +369,11 @@ export class ServiceClient {
   }
 
   private remember(token: string): void {
-    this.redactor.add(token);
+    // A token told again (by the token endpoint and the fleet both, or read from Redis after each 401) is the
+    // newest, not one more: kept once, or the token in use would be pushed out of the redactor by copies of itself.
+    const known = this.recentTokens.indexOf(token);
+    if (known >= 0) this.recentTokens.splice(known, 1);
+    else this.redactor.add(token);
     this.recentTokens.push(token);
     while (this.recentTokens.length > RECENT_TOKENS) this.redactor.remove(this.recentTokens.shift() as string);
   }

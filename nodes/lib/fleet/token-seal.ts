@@ -21,6 +21,8 @@ import { digestOf } from './keys';
 
 const VERSION = 'v1';
 const KEY_BYTES = 32;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 /** scrypt's cost: 2^14 (16 MiB, tens of ms): a guessed secret costs as much; a random secret cannot be guessed anyway. */
 const SCRYPT = { N: 2 ** 14, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
 
@@ -35,8 +37,8 @@ export class TokenSeal {
   /** The sealed text to store under `keyName`. */
   async seal(token: string, identity: TokenIdentity, keyName: string): Promise<string> {
     const key = await this.keyFor(identity);
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    const iv = randomBytes(IV_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(keyName, 'utf8'));
     const sealed = Buffer.concat([cipher.update(token, 'utf8'), cipher.final()]);
     return [VERSION, iv.toString('base64'), cipher.getAuthTag().toString('base64'), sealed.toString('base64')].join('.');
@@ -46,11 +48,15 @@ export class TokenSeal {
   async open(text: string, identity: TokenIdentity, keyName: string): Promise<string | null> {
     const parts = text.split('.');
     if (parts.length !== 4 || parts[0] !== VERSION) return null;
+    const iv = Buffer.from(parts[1], 'base64');
+    const tag = Buffer.from(parts[2], 'base64');
+    // GCM checks only as many tag bytes as it is given: a tag cut to 4 bytes would still open, and be 2^32 tries from a forgery.
+    if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) return null;
     const key = await this.keyFor(identity);
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(parts[1], 'base64'));
+      const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
       decipher.setAAD(Buffer.from(keyName, 'utf8'));
-      decipher.setAuthTag(Buffer.from(parts[2], 'base64'));
+      decipher.setAuthTag(tag);
       return Buffer.concat([decipher.update(Buffer.from(parts[3], 'base64')), decipher.final()]).toString('utf8');
     } catch {
       return null;

@@ -23,6 +23,7 @@
  * the spec's 30 minutes: a long expires_in does not leave a usable token in
  * Redis for longer than the service promises it lives.
  */
+import { randomBytes } from 'node:crypto';
 import type { TokenIdentity } from '../client/fleet-hooks';
 import type { TokenResponse } from '../client/token-cache';
 import { MIN_TOKEN_LIFETIME_MS, SPEC_TOKEN_LIFETIME_MS } from '../client/token-cache';
@@ -41,6 +42,8 @@ export interface SharedTokenOptions {
   defaultLifetimeMs?: number;
   /** longest time one replica may take to get a token; others wait this long (plus a little) before fetching themselves */
   lockMs?: number;
+  /** how long a lock SET that went unanswered is read back (Redis reconnecting) before this replica fetches alone (default min(lockMs, 2 s)) */
+  readBackMs?: number;
   /** first pause between two looks while waiting (doubles up to 200 ms) */
   pollMs?: number;
   now?: () => number;
@@ -68,6 +71,9 @@ export class SharedTokenStore {
   private readonly seal = new TokenSeal();
   /** per token key: the last token read or stored, and its sealed text (what TOKEN_DROP compares) */
   private readonly seen = new Map<string, { value: string; sealed: string }>();
+  /** per lock key: the value of a SET NX whose answer never came (it may hold the lock) */
+  private readonly unanswered = new Map<string, string>();
+  private readonly readBackMs: number;
 
   constructor(
     private readonly ctx: TokenStoreContext,
@@ -78,6 +84,7 @@ export class SharedTokenStore {
     this.defaultLifetimeMs = options.defaultLifetimeMs ?? SPEC_TOKEN_LIFETIME_MS;
     this.lockMs = options.lockMs ?? 30_000;
     this.pollMs = options.pollMs ?? 25;
+    this.readBackMs = options.readBackMs ?? Math.min(this.lockMs, 2_000);
     this.now = options.now ?? monotonicNow;
   }
 
@@ -89,15 +96,15 @@ export class SharedTokenStore {
   async fetch(fetchLocal: () => Promise<TokenResponse>, identity: TokenIdentity): Promise<SharedTokenResponse> {
     const conn = this.ctx.connection;
     const at = this.placeOf(identity);
-    const lockId = `${this.ctx.replicaId}:${Math.random().toString(36).slice(2, 10)}`;
+    // An earlier fetch's SET whose answer never came may have landed: its value is tried (and read back) first.
+    const lockId = this.unanswered.get(at.lock) ?? `${randomBytes(8).toString('hex')}:${this.ctx.replicaId}`;
     const deadline = this.now() + this.lockMs + 1_000;
     try {
       let pause = this.pollMs;
       while (!conn.isClosed) {
         const stored = await this.read(at);
         if (stored) return stored;
-        const locked = await conn.run('taking the token lock', (r) => r.set(at.lock, lockId, 'PX', this.lockMs, 'NX'));
-        if (locked === 'OK') {
+        if (await this.takeLock(at, lockId)) {
           // Another replica may have stored a token between our look and our lock: look again first.
           const fresh = await this.read(at);
           if (!fresh) return await this.fetchForFleet(fetchLocal, at, lockId);
@@ -132,6 +139,46 @@ export class SharedTokenStore {
     }
   }
 
+  /**
+   * `SET lock NX PX`, the way a command claim is taken (dedup.ts): ioredis does
+   * not re-send a command whose answer was lost, but the command may have run.
+   * So a SET that was not answered, or refused after such a one, reads the lock
+   * back: our own value means we hold it. Without this, a lost reply left the
+   * lock held by us while we waited for it, and the fleet's renewal stalled
+   * until it lapsed (lockMs). Throws when Redis does not answer within readBackMs.
+   */
+  private async takeLock(at: TokenPlace, lockId: string): Promise<boolean> {
+    const conn = this.ctx.connection;
+    let answer: unknown;
+    try {
+      answer = await conn.run('taking the token lock', (r) => r.set(at.lock, lockId, 'PX', this.lockMs, 'NX'));
+    } catch {
+      this.unanswered.set(at.lock, lockId);
+      return this.ownsLock(at, lockId);
+    }
+    if (answer === 'OK') {
+      this.unanswered.delete(at.lock);
+      return true;
+    }
+    return this.unanswered.get(at.lock) === lockId ? this.ownsLock(at, lockId) : false;
+  }
+
+  /** Reads the lock until Redis answers (a reconnect takes a moment), within readBackMs: true when it holds our value. */
+  private async ownsLock(at: TokenPlace, lockId: string): Promise<boolean> {
+    const until = this.now() + this.readBackMs;
+    for (let pause = this.pollMs; ; pause = Math.min(200, pause * 2)) {
+      try {
+        const holder = await this.ctx.connection.run('reading the token lock', (r) => r.get(at.lock));
+        // Ours, or nobody's (the earlier SET did not land, or lapsed): nothing of ours is pending any more.
+        if (holder === lockId || holder === null) this.unanswered.delete(at.lock);
+        return holder === lockId;
+      } catch (err) {
+        if (this.ctx.connection.isClosed || this.now() >= until) throw err;
+      }
+      await sleep(Math.min(pause, Math.max(1, until - this.now())));
+    }
+  }
+
   private placeOf(identity: TokenIdentity): TokenPlace {
     const digest = tokenIdentityDigest(identity);
     return { identity, token: this.ctx.keys.token(digest), lock: this.ctx.keys.tokenLock(digest) };
@@ -151,7 +198,8 @@ export class SharedTokenStore {
     // (or just before it) would be renewed at once, so the replica that gets there first fetches a new one.
     const renewWindow = Math.min(this.renewMarginMs, lifetimeMs / 10) + Math.min(1_000, lifetimeMs / 10);
     if (!(leftMs > Math.max(renewWindow, this.minLifetimeMs))) return null;
-    return { accessToken: value, expiresIn: leftMs / 1000, source: 'fleet' };
+    // Whoever writes to Redis can stretch the key's TTL, not the token's life: never believed past the spec's 30 min.
+    return { accessToken: value, expiresIn: Math.min(leftMs, SPEC_TOKEN_LIFETIME_MS) / 1000, source: 'fleet' };
   }
 
   /** This replica holds the lock: ask the token endpoint, store the answer, free the lock. */

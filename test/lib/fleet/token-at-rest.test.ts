@@ -15,7 +15,7 @@ import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import { ChargingError } from '../../../nodes/lib/errors';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { startSimulator, CLIENT_ID, CLIENT_SECRET } from '../../harness';
-import { dumpRedis, fleetSuite } from './fleet-fixture';
+import { dumpRedis, fleetSuite, IDENTITY, simulatorToken, sleep } from './fleet-fixture';
 
 describe('fleet: the token at rest in Redis (real Redis, simulator)', function () {
   this.timeout(20_000);
@@ -88,5 +88,41 @@ describe('fleet: the token at rest in Redis (real Redis, simulator)', function (
     const [key] = await tokenKeys();
     const pttl = await suite.redis.admin().pttl(key);
     assert.ok(pttl > 0 && pttl <= 30 * 60 * 1000, `PTTL ${pttl} ms`);
+  });
+
+  it('a token the fleet hands out again and again stays redacted (401s whose drop in Redis was lost)', async () => {
+    sim = await startSimulator();
+    const fleet = suite.replica();
+    // The refused token stays in Redis, as when the drop did not reach it: each new fetch reads the same token.
+    const hooks = fleet.clientHooks();
+    let handedOut = 0;
+    const c = replica(fleet, { fleet: { ...hooks, fetchToken: (f, id) => ((handedOut += 1), hooks.fetchToken(f, id)), invalidateToken: () => undefined }, tokenCache: { failureBackoffMs: 5, maxFailureBackoffMs: 5 } });
+    sim.inject({ target: 'get', kind: 'status', status: 401, body: '{"error":"invalid_token"}', times: 6 });
+    for (let i = 0; i < 3; i++) {
+      await c.getProgress('RFID-1').catch(() => undefined);
+      await sleep(20); // the cache's back-off after a refused token (5 ms here) lapses
+    }
+    assert.equal(sim.counters.tokenRequests, 1, 'one token');
+    assert.ok(handedOut >= 4, `the fleet handed it out again after each 401 (${handedOut} times)`);
+    sim.inject({ target: 'get', kind: 'echo', status: 400 });
+    const err = await c.getProgress('RFID-1').then(
+      () => assert.fail('a 400 must fail'),
+      (e: unknown) => e as ChargingError,
+    );
+    const token = String(sim.requests.at(-1)?.headers.authorization).replace('Bearer ', '');
+    assert.ok(token.length > 8);
+    for (const text of [err.message, String(err.serviceMessage), JSON.stringify(err)]) assert.ok(!text.includes(token), `the token is in: ${text}`);
+  });
+
+  it('believes a stored token for 30 min at most, even when its key in Redis was given a day to live', async () => {
+    sim = await startSimulator();
+    const fleet = suite.replica();
+    const fetch = simulatorToken(sim);
+    assert.equal((await fleet.tokens.fetch(fetch, IDENTITY)).source, 'fetched');
+    const [key] = await tokenKeys();
+    await suite.redis.admin().pexpire(key, 24 * 3600 * 1000);
+    const read = await suite.replica().tokens.fetch(fetch, IDENTITY);
+    assert.equal(read.source, 'fleet');
+    assert.ok(read.expiresIn !== undefined && read.expiresIn <= 30 * 60, `believed for ${read.expiresIn} s`);
   });
 });

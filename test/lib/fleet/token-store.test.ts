@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { TokenCache, type TokenResponse } from '../../../nodes/lib/client/token-cache';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { startSimulator, CLIENT_SECRET } from '../../harness';
+import { RedisNemesis } from '../../redis-nemesis';
 import { dumpRedis, fleetSuite, IDENTITY, simulatorToken, sleep } from './fleet-fixture';
 
 describe('fleet: one token for the fleet (real Redis, simulator token endpoint)', function () {
@@ -88,5 +89,34 @@ describe('fleet: one token for the fleet (real Redis, simulator token endpoint)'
     assert.equal(res.source, 'local');
     assert.equal(sim.counters.tokenRequests, 1);
     assert.ok(suite.reported.some((t) => /shared token could not be used/.test(t)), suite.reported.join('\n'));
+  });
+
+  it('a lock SET whose reply is lost to a reconnect: read back, found ours, the token is fetched for the fleet at once (not after the lock lapses)', async () => {
+    sim = await startSimulator();
+    const nemesis = await RedisNemesis.start(suite.redis.port);
+    try {
+      const opts = { lockMs: 4_000 };
+      const a = suite.replica({ url: nemesis.urlFor(suite.redis.url), token: opts });
+      const b = suite.replica({ token: opts });
+      await Promise.all([a.connection.open(), b.connection.open()]);
+      // Only the lock's SET loses its reply: it reaches Redis and runs there; the reconnect drops its answer.
+      const run = a.connection.run.bind(a.connection);
+      a.connection.run = ((what: string, op: Parameters<typeof run>[1]) => {
+        if (what === 'taking the token lock' && nemesis.mode === 'pass' && nemesis.accepted === 1) {
+          nemesis.withhold();
+          setTimeout(() => nemesis.heal(), 150);
+        }
+        return run(what, op);
+      }) as typeof run;
+      const fetch = simulatorToken(sim);
+      const first = await a.tokens.fetch(fetch, IDENTITY);
+      assert.ok(nemesis.log.some((l) => l.endsWith('withhold')), 'the fault was made');
+      const second = await b.tokens.fetch(fetch, IDENTITY);
+      assert.deepEqual([first.source, second.source], ['fetched', 'fleet'], suite.reported.join('\n'));
+      assert.equal(second.accessToken, first.accessToken);
+      assert.equal(sim.counters.tokenRequests, 1, 'one token request for the fleet');
+    } finally {
+      await nemesis.close();
+    }
   });
 });
