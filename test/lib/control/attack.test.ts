@@ -1,0 +1,157 @@
+/**
+ * charging-control attacked as a user leaves it running: dashboard buttons
+ * pressed twice, a wish cancelled just before a redeploy, a session that shows
+ * up after the wait. Fake clock, real simulator over HTTP, commands counted
+ * where they land (the simulator's arrivals).
+ */
+import assert from 'node:assert/strict';
+import { ControlBook } from '../../../nodes/lib/control/book';
+import type { ControlDeps, ControlSnapshot } from '../../../nodes/lib/control/controller';
+import type { ControlSettings } from '../../../nodes/lib/control/memory';
+import { MemoryControlStore } from '../../../nodes/lib/control/store';
+import type { ChargingError } from '../../../nodes/lib/errors';
+import type { ServiceClient } from '../../../nodes/lib/client/service-client';
+import { startCommand } from '../../../nodes/lib/session/commands';
+import type { ChargingServiceSimulator } from '../../../simulator/simulator';
+import { clientFor, startSimulator } from '../../harness';
+import { FakeClock } from './fake-clock';
+
+const T = { locationId: 'ATK-LOC', evseId: '1', token: 'ATK-RFID-1' };
+const KEY = `${T.token}|${T.locationId}|${T.evseId}`;
+const SETTINGS: ControlSettings = { guardMs: 0, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+
+interface Rig {
+  book: ControlBook;
+  clock: FakeClock;
+  store: MemoryControlStore;
+  outputs: ControlSnapshot[];
+  errors: ChargingError[];
+}
+
+describe('charging-control attacked (fake clock, real simulator)', function () {
+  this.timeout(30_000);
+  let sim: ChargingServiceSimulator;
+  let client: ServiceClient;
+  /** progress hides the session until this fake time (a station slow to report it); 0: never hidden */
+  let hiddenUntil = 0;
+  beforeEach(async () => {
+    hiddenUntil = 0;
+    sim = await startSimulator({ startDelayMs: 0, stopDelayMs: 0 });
+    client = clientFor(sim, { timeoutMs: 2000 });
+  });
+  afterEach(async () => {
+    await client.close();
+    await sim.stop();
+  });
+
+  function rig(settings: Partial<ControlSettings> = {}, store = new MemoryControlStore(), clock = new FakeClock()): Rig {
+    const r = { clock, store, outputs: [] as ControlSnapshot[], errors: [] as ChargingError[] } as Rig;
+    const deps: ControlDeps = {
+      poll: async (t, priority) => {
+        const record = (await client.getProgress(t.token, { priority })).record;
+        return clock.now() < hiddenUntil ? null : record;
+      },
+      send: (c) => client.sendCommand(c),
+      store,
+      clock,
+      track: clock.track,
+      onState: (s, changed) => changed && r.outputs.push(s),
+      onError: (_t, err) => r.errors.push(err),
+    };
+    r.book = new ControlBook({ ...SETTINGS, ...settings }, deps);
+    return r;
+  }
+  const starts = () => sim.arrivals('START', KEY);
+  /** STOPs that reached the service, whatever their transaction (arrivals count STOPs per transactionId) */
+  const stops = () => sim.counters.stops;
+  /** the driver taps the node's RFID card at the station: a session nobody asked the node for */
+  const tapAtStation = () => client.sendCommand(startCommand(T));
+
+  it('msg.force pressed twice (two sessions started at the station, enforce off): each press stops the session there', async () => {
+    const r = rig();
+    await r.book.want(T, false);
+    await tapAtStation();
+    await r.clock.advance(30_000);
+    assert.equal(r.outputs.at(-1)?.state, 'charging', 'enforce off: a session started at the station is left alone');
+    await r.book.want(T, false, { force: true });
+    await r.clock.advance(30_000);
+    assert.equal(stops(), 1, 'the first press stops it');
+    assert.equal(r.outputs.at(-1)?.state, 'idle');
+    await tapAtStation();
+    await r.clock.advance(30_000);
+    await r.book.want(T, false, { force: true });
+    await r.clock.advance(30_000);
+    assert.equal(stops(), 2, 'the second press, for another session, must stop it too (a STOP that did not stop)');
+    assert.equal(sim.activeSessions(), 0);
+    r.book.close();
+  });
+
+  it('msg.restart pressed again after a NEW failure: a new round each time (bounded by startAttempts per window)', async () => {
+    sim.inject({ target: 'post', kind: 'ignore-start', times: 100 });
+    const r = rig({ retryMs: 0 });
+    await r.book.want(T, true);
+    await r.clock.advance(200_000);
+    assert.equal(starts(), 2);
+    assert.equal(r.outputs.at(-1)?.state, 'failed');
+    await r.clock.advance(700_000);
+    await r.book.want(T, true, { restart: true });
+    await r.clock.advance(200_000);
+    assert.equal(starts(), 4, 'the first press: a new round');
+    assert.equal(r.outputs.at(-1)?.state, 'failed');
+    await r.clock.advance(700_000);
+    await r.book.want(T, true, { restart: true });
+    await r.clock.advance(200_000);
+    assert.equal(starts(), 6, 'the second press after a new failure is a deliberate new round, not "the same wish"');
+    // A flow that sends restart with every repeat still meets the bound on STARTs.
+    for (let i = 0; i < 60; i++) {
+      await r.book.want(T, true, { restart: true });
+      await r.clock.advance(10_000);
+    }
+    assert.ok(starts() <= 6 + 2, `at most startAttempts per 600 s window: ${starts()}`);
+    r.book.close();
+  });
+
+  it('onDelay: an on cancelled by an off, then a redeploy before the next check: no START nobody asked for', async () => {
+    const store = new MemoryControlStore();
+    const clock = new FakeClock();
+    const r = rig({ onDelayMs: 60_000 }, store, clock);
+    await r.book.want(T, false);
+    await clock.advance(1_000);
+    await r.book.want(T, true); // held for onDelay
+    await clock.advance(1_000);
+    await r.book.want(T, false); // flip back within the delay: cancelled
+    r.book.close(); // redeploy right now
+    const again = rig({ onDelayMs: 60_000 }, store, clock);
+    await again.book.whenReady();
+    await clock.advance(600_000);
+    assert.equal(starts(), 0, 'the cancelled on must not come back from the store');
+    again.book.close();
+  });
+
+  it('off while a START of ours may still bring a session: a session that shows up after waitTimeout is stopped (enforce off)', async () => {
+    const r = rig();
+    await r.book.want(T, true);
+    assert.equal(starts(), 1);
+    hiddenUntil = r.clock.now() + 90_000; // the station reports the session 90 s late
+    await r.clock.advance(10_000);
+    await r.book.want(T, false);
+    await r.clock.advance(200_000);
+    assert.equal(stops(), 1, 'our own START, the user said off: the session it brought must be stopped');
+    assert.equal(sim.activeSessions(), 0);
+    r.book.close();
+  });
+
+  it('off after failed (the STARTs of the round reported no session), then the session appears: stopped (enforce off)', async () => {
+    const r = rig();
+    await r.book.want(T, true);
+    hiddenUntil = r.clock.now() + 400_000;
+    await r.clock.advance(200_000);
+    // The second START meets the hidden session: 409 (taken for a busy connector, see the report).
+    assert.ok(['failed', 'busy'].includes(r.outputs.at(-1)?.state ?? ''), r.outputs.at(-1)?.state);
+    await r.book.want(T, false);
+    await r.clock.advance(400_000);
+    assert.equal(stops(), 1, 'a session brought by our START after the off must be stopped');
+    assert.equal(sim.activeSessions(), 0);
+    r.book.close();
+  });
+});
