@@ -96,6 +96,8 @@ export class TargetController {
   private wishes = 0;
   /** while progress cannot be read: the current backed-off interval (0: progress read fine last time) */
   private outageMs = 0;
+  /** the refusal of START last reported (its shape): the same refusal at every retry is one episode, reported once */
+  private refusalShown: string | null = null;
   /** failures of checks inside an outage already reported: not reported again */
   private readonly quiet = new WeakSet<ChargingError>();
 
@@ -120,6 +122,7 @@ export class TargetController {
   async want(wanted: boolean, opts: WishOptions = {}): Promise<Result> {
     if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
     this.wishes++;
+    this.refusalShown = null;
     await this.save();
     const err = await this.check('command');
     // Inside an outage already reported: the wish is kept and carried out once progress can be read.
@@ -169,6 +172,7 @@ export class TargetController {
     const view = withEnergy(viewOf(record, this.target), record, this.deps.derive);
     const now = this.deps.clock.now();
     observe(this.m, view, now, this.s);
+    if (view.kind === 'active') this.refusalShown = null;
     let decision = decide(this.m, view, now, this.s, this.deps.mayCommand?.(this.target) ?? true);
     if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
     let error = decision.error;
@@ -249,7 +253,8 @@ export class TargetController {
    */
   private refused(e: ChargingError): { decision: Decision; error?: ChargingError } {
     const busy = e.statusCode === 409;
-    const reported = busy && this.m.busy;
+    const reported = (busy && this.m.busy) || (!busy && this.refusalShown === shape(e));
+    if (!busy) this.refusalShown = shape(e);
     this.m.command = null;
     this.m.busy = this.m.busy || busy;
     const reason = busy ? `the connector is busy (the service answered 409: ${e.message})` : `the service refused START: ${e.message}`;

@@ -65,7 +65,8 @@ export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, 
   // msg.force and msg.restart are presses of a button, not a state: pressed again (a new session, a new failure) they act again.
   if (id === m.lastWish && opts.force !== true && opts.restart !== true) return false;
   m.lastWish = id;
-  const delay = wanted ? s.onDelayMs : s.offDelayMs;
+  // msg.force is the dashboard's STOP button: the delays are for a flapping input, not for it.
+  const delay = wanted ? s.onDelayMs : opts.force === true ? 0 : s.offDelayMs;
   if (delay > 0 && m.wanted !== wanted) {
     if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) };
     return true;

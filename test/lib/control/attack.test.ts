@@ -154,4 +154,41 @@ describe('charging-control attacked (fake clock, real simulator)', function () {
     assert.equal(sim.activeSessions(), 0);
     r.book.close();
   });
+  /** POSTs of START that reached the simulator, faulted or not */
+  const startPosts = () => sim.requests.filter((q) => q.method === 'POST' && q.path.endsWith('/charging-sessions') && q.body.includes('"START"')).length;
+
+  for (const [status, what] of [[401, 'a client without the command scope (GET works, POST 401 even with a fresh token)'], [400, 'a connector the service refuses']] as const) {
+    it(`START answered ${status} (${what}): no START at every check; at most startAttempts per retryInterval`, async () => {
+      sim.inject({ target: 'post', kind: 'status', status, times: Infinity, body: JSON.stringify({ message: 'no' }) });
+      const r = rig();
+      await r.book.want(T, true);
+      await r.clock.advance(3_600_000);
+      // 6 retry windows in the hour, startAttempts 2 each (a 401 is sent twice: once more with a fresh token).
+      const bound = (3_600_000 / SETTINGS.retryMs + 1) * SETTINGS.startAttempts * (status === 401 ? 2 : 1);
+      assert.ok(startPosts() <= bound, `${startPosts()} STARTs in an hour (at most ${bound})`);
+      // One refusal, the same answer every retry: one error to Catch for the episode, as for busy and outages.
+      assert.ok(r.errors.length <= 1, `${r.errors.length} errors to Catch in an hour of the same refusal`);
+      r.book.close();
+    });
+  }
+
+  it('msg.force with an offDelay: the dashboard STOP button stops at once, not after the delay meant for a flapping input', async () => {
+    const r = rig({ offDelayMs: 300_000 });
+    await r.book.want(T, true);
+    await r.clock.advance(30_000);
+    assert.equal(r.outputs.at(-1)?.state, 'charging');
+    await r.book.want(T, false, { force: true });
+    await r.clock.advance(5_000);
+    assert.equal(stops(), 1, 'msg.force: the STOP now');
+    assert.equal(sim.activeSessions(), 0);
+    // A plain off still waits its delay.
+    await r.book.want(T, true);
+    await r.clock.advance(30_000);
+    await r.book.want(T, false);
+    await r.clock.advance(60_000);
+    assert.equal(stops(), 1, 'a plain off waits offDelay');
+    await r.clock.advance(300_000);
+    assert.equal(stops(), 2);
+    r.book.close();
+  });
 });
