@@ -123,10 +123,11 @@ export class TargetController {
     if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
     this.wishes++;
     this.refusalShown = null;
-    await this.save();
+    // A store that cannot write does not hold the wish back: the check still runs (a START waits for the store, a STOP does not).
+    const unsaved = await this.save().then(() => undefined, asError);
     const err = await this.check('command');
     // Inside an outage already reported: the wish is kept and carried out once progress can be read.
-    return err && this.quiet.has(err) ? undefined : err;
+    return unsaved ?? (err && this.quiet.has(err) ? undefined : err);
   }
 
   /** A check now, or right after the one running (never two at once). */
@@ -180,8 +181,10 @@ export class TargetController {
     if (decision.send) ({ decision, error } = await this.execute(decision, view));
     // A wish came while the command was on its way: the check it asked for (next) reports the state under it.
     if (wishes === this.wishes) this.show(decision, view, record);
-    await this.save();
+    // The next check is armed whatever the store does: a failed write must never end the checks (and the STOPs).
+    const unsaved = await this.save().then(() => undefined, asError);
     this.schedule(decision.nextMs);
+    error ??= unsaved;
     this.errorShape = error ? shape(error) : null;
     return error;
   }
@@ -201,12 +204,17 @@ export class TargetController {
     const send = decision.send as NonNullable<Decision['send']>;
     const undo = this.undoOf(send.action);
     noteSent(this.m, send.action, this.deps.clock.now(), send.action === 'STOP' ? send.transactionId : undefined);
+    let unsaved: ChargingError | undefined;
     try {
       await this.save();
     } catch (err) {
+      unsaved = asError(err);
       // Not kept, so not sent: a START never sent neither uses an attempt nor waits.
-      undo();
-      return { decision: { state: actualState(view), reason: `${send.action} not sent: ${asError(err).message}`, nextMs: this.s.checkMs }, error: asError(err) };
+      // A STOP goes all the same: sent twice after a crash it is harmless; held back, the car charges on.
+      if (send.action === 'START') {
+        undo();
+        return { decision: { state: actualState(view), reason: `START not sent: ${unsaved.message}`, nextMs: this.s.checkMs }, error: unsaved };
+      }
     }
     if (this.closed) {
       undo();
@@ -218,7 +226,7 @@ export class TargetController {
     try {
       await this.deps.send(command);
       if (send.action === 'START') this.m.busy = false;
-      return { decision };
+      return { decision, error: unsaved };
     } catch (err) {
       const e = asError(err);
       if (mayHaveActed(e, send.action)) return { decision: { ...decision, reason: `${decision.reason}; its answer was lost (${e.message}): waiting for progress to show it` } };

@@ -191,4 +191,39 @@ describe('charging-control attacked (fake clock, real simulator)', function () {
     assert.equal(stops(), 2);
     r.book.close();
   });
+  it('the store fails to save (disk full) while off is wanted and the first STOP was ignored: STOP again until the session ends', async () => {
+    class FailingStore extends MemoryControlStore {
+      failing = false;
+      override save(key: string, kept: Parameters<MemoryControlStore['save']>[1]): Promise<void> {
+        return this.failing ? Promise.reject(new Error('ENOSPC: no space left on device')) : super.save(key, kept);
+      }
+    }
+    const store = new FailingStore();
+    const r = rig({}, store);
+    await r.book.want(T, true);
+    await r.clock.advance(30_000);
+    assert.equal(r.outputs.at(-1)?.state, 'charging');
+    sim.inject({ target: 'post', kind: 'ignore-stop', times: 1 });
+    await r.book.want(T, false);
+    assert.equal(stops(), 1, 'the first STOP (ignored by the station)');
+    store.failing = true;
+    await r.clock.advance(600_000);
+    assert.ok(stops() >= 2, `a STOP that did not stop: ${stops()} STOPs in 10 minutes with the store failing`);
+    assert.equal(sim.activeSessions(), 0, 'the car still charges');
+    assert.ok(r.errors.length >= 1 && r.errors.length <= 3, `the store failure said to Catch (once a streak): ${r.errors.length}`);
+    r.book.close();
+  });
+
+  it('the store fails to save on the very first wish (off, enforce on, a session at the station): it is still stopped', async () => {
+    const store = new MemoryControlStore();
+    store.save = () => Promise.reject(new Error('ENOSPC: no space left on device'));
+    await tapAtStation();
+    const r = rig({ enforce: true }, store);
+    const err = await r.book.want(T, false);
+    assert.ok(err, 'the store failure answered to the wish');
+    await r.clock.advance(120_000);
+    assert.equal(stops(), 1, 'wanted off with enforce: the STOP goes even when it cannot be written down');
+    assert.equal(sim.activeSessions(), 0);
+    r.book.close();
+  });
 });
