@@ -257,7 +257,8 @@ export class TargetController {
   /**
    * The service refused START: nothing was started, and the same START would be
    * refused again until the retry. 409 is a connector busy with another
-   * session: state busy, reported once per episode.
+   * session: state busy, reported once per episode; another refusal is
+   * reported once while it stays the same (not at every retry).
    */
   private refused(e: ChargingError): { decision: Decision; error?: ChargingError } {
     const busy = e.statusCode === 409;
