@@ -51,7 +51,7 @@ export interface ControlConfig {
 export const CONFIRM_MS = 2_000;
 
 /** The dialog's settings as the controller's, with the poll floor of settings.js (chargingSession.minPollIntervalSec) for the check interval. */
-export function controlSettings(config: ControlConfig, floorSec: number): { settings: ControlSettings; raised?: string } {
+export function controlSettings(config: ControlConfig, floorSec: number): { settings: ControlSettings; raised?: string; unreadLimit?: string } {
   const check = positiveNumber(config.checkInterval, 30, 0.01, 86_400);
   const checkSec = Math.max(floorSec, check);
   const checkMs = checkSec * 1000;
@@ -70,12 +70,17 @@ export function controlSettings(config: ControlConfig, floorSec: number): { sett
       energyLimitKWh: energyLimit(config.energyLimit),
     },
     raised: checkSec > check ? `Check interval raised from ${check} s to the minimum of ${floorSec} s` : undefined,
+    // A limit the node cannot read would charge to full in silence: said at deploy (the value typed is not echoed).
+    unreadLimit: energyLimit(config.energyLimit) === null && !noLimit(config.energyLimit) ? 'The energy limit is not a number of kWh above 0: the node runs with no energy limit' : undefined,
   };
 }
 
-/** kWh, or null for none (empty, 0 or not a number). */
+const noLimit = (raw: unknown): boolean => raw === undefined || raw === null || raw === 0 || (typeof raw === 'string' && (raw.trim() === '' || Number(raw) === 0));
+
+/** kWh, or null for none (empty, 0 or not a number); a decimal comma is read as a point ("20,5", as the German dialog invites). */
 export function energyLimit(raw: unknown): number | null {
-  const kwh = positiveNumber(raw, 0, 0, 10_000);
+  const text = typeof raw === 'string' ? raw.trim().replace(/^(\d+),(\d+)$/, '$1.$2') : raw;
+  const kwh = positiveNumber(text, 0, 0, 10_000);
   return kwh > 0 ? kwh : null;
 }
 
@@ -162,8 +167,9 @@ export class ControlMode {
   static start(RED: NodeAPI, node: Node, config: ControlConfig, life: NodeLifecycle, mayCommand?: (t: ControlTarget) => boolean): ControlMode {
     const fixed = fixedTarget(config);
     const floor = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession?.minPollIntervalSec;
-    const { settings, raised } = controlSettings(config, typeof floor === 'number' ? floor : DEFAULT_MIN_INTERVAL_SEC);
+    const { settings, raised, unreadLimit } = controlSettings(config, typeof floor === 'number' ? floor : DEFAULT_MIN_INTERVAL_SEC);
     if (raised) node.warn(raised);
+    if (unreadLimit) node.warn(unreadLimit);
     const client = () => getService(RED, config.service).getClient();
     let derive;
     try {

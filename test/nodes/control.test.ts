@@ -233,12 +233,15 @@ describe('charging-control (runtime + simulator)', function () {
     assert.equal(starts(), 2);
     await stoppedAtStation(rt.sim);
     await until(() => states().at(-1) === 'idle', 'idle');
-    send('ctl', { payload: true, restart: true }); // the same restart again: nothing
-    await delay(1000);
+    await delay(1000); // three checks: the end at the station is not fought
     assert.equal(starts(), 2);
-    send('ctl', { payload: false });
+    // restart pressed again after this new end: a press, not a repeated state (test/lib/control/attack.test.ts)
+    send('ctl', { payload: true, restart: true });
+    await until(() => starts() === 3 && states().at(-1) === 'charging', 'the second press starts again', 8000);
+    send('ctl', { payload: false, force: true });
+    await until(() => states().at(-1) === 'idle', 'stopped');
     send('ctl', { payload: true });
-    await until(() => starts() === 3, 'on after off starts');
+    await until(() => starts() === 4, 'on after off starts');
   });
 
   it('a session started at the station while off is wanted is reported, not stopped; with enforce it is stopped', async () => {

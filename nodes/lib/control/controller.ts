@@ -96,6 +96,8 @@ export class TargetController {
   private wishes = 0;
   /** while progress cannot be read: the current backed-off interval (0: progress read fine last time) */
   private outageMs = 0;
+  /** the refusal of START last reported (its shape): the same refusal at every retry is one episode, reported once */
+  private refusalShown: string | null = null;
   /** failures of checks inside an outage already reported: not reported again */
   private readonly quiet = new WeakSet<ChargingError>();
 
@@ -120,10 +122,12 @@ export class TargetController {
   async want(wanted: boolean, opts: WishOptions = {}): Promise<Result> {
     if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
     this.wishes++;
-    await this.save();
+    this.refusalShown = null;
+    // A store that cannot write does not hold the wish back: the check still runs (a START waits for the store, a STOP does not).
+    const unsaved = await this.save().then(() => undefined, asError);
     const err = await this.check('command');
     // Inside an outage already reported: the wish is kept and carried out once progress can be read.
-    return err && this.quiet.has(err) ? undefined : err;
+    return unsaved ?? (err && this.quiet.has(err) ? undefined : err);
   }
 
   /** A check now, or right after the one running (never two at once). */
@@ -169,6 +173,7 @@ export class TargetController {
     const view = withEnergy(viewOf(record, this.target), record, this.deps.derive);
     const now = this.deps.clock.now();
     observe(this.m, view, now, this.s);
+    if (view.kind === 'active') this.refusalShown = null;
     let decision = decide(this.m, view, now, this.s, this.deps.mayCommand?.(this.target) ?? true);
     if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
     let error = decision.error;
@@ -176,8 +181,10 @@ export class TargetController {
     if (decision.send) ({ decision, error } = await this.execute(decision, view));
     // A wish came while the command was on its way: the check it asked for (next) reports the state under it.
     if (wishes === this.wishes) this.show(decision, view, record);
-    await this.save();
+    // The next check is armed whatever the store does: a failed write must never end the checks (and the STOPs).
+    const unsaved = await this.save().then(() => undefined, asError);
     this.schedule(decision.nextMs);
+    error ??= unsaved;
     this.errorShape = error ? shape(error) : null;
     return error;
   }
@@ -197,12 +204,17 @@ export class TargetController {
     const send = decision.send as NonNullable<Decision['send']>;
     const undo = this.undoOf(send.action);
     noteSent(this.m, send.action, this.deps.clock.now(), send.action === 'STOP' ? send.transactionId : undefined);
+    let unsaved: ChargingError | undefined;
     try {
       await this.save();
     } catch (err) {
+      unsaved = asError(err);
       // Not kept, so not sent: a START never sent neither uses an attempt nor waits.
-      undo();
-      return { decision: { state: actualState(view), reason: `${send.action} not sent: ${asError(err).message}`, nextMs: this.s.checkMs }, error: asError(err) };
+      // A STOP goes all the same: sent twice after a crash it is harmless; held back, the car charges on.
+      if (send.action === 'START') {
+        undo();
+        return { decision: { state: actualState(view), reason: `START not sent: ${unsaved.message}`, nextMs: this.s.checkMs }, error: unsaved };
+      }
     }
     if (this.closed) {
       undo();
@@ -214,7 +226,7 @@ export class TargetController {
     try {
       await this.deps.send(command);
       if (send.action === 'START') this.m.busy = false;
-      return { decision };
+      return { decision, error: unsaved };
     } catch (err) {
       const e = asError(err);
       if (mayHaveActed(e, send.action)) return { decision: { ...decision, reason: `${decision.reason}; its answer was lost (${e.message}): waiting for progress to show it` } };
@@ -245,11 +257,13 @@ export class TargetController {
   /**
    * The service refused START: nothing was started, and the same START would be
    * refused again until the retry. 409 is a connector busy with another
-   * session: state busy, reported once per episode.
+   * session: state busy, reported once per episode; another refusal is
+   * reported once while it stays the same (not at every retry).
    */
   private refused(e: ChargingError): { decision: Decision; error?: ChargingError } {
     const busy = e.statusCode === 409;
-    const reported = busy && this.m.busy;
+    const reported = (busy && this.m.busy) || (!busy && this.refusalShown === shape(e));
+    if (!busy) this.refusalShown = shape(e);
     this.m.command = null;
     this.m.busy = this.m.busy || busy;
     const reason = busy ? `the connector is busy (the service answered 409: ${e.message})` : `the service refused START: ${e.message}`;

@@ -62,15 +62,19 @@ function wishId(wanted: boolean, o: WishOptions): string {
  */
 export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, now: number, s: ControlSettings): boolean {
   const id = wishId(wanted, opts);
-  if (id === m.lastWish) return false;
+  // msg.force and msg.restart are presses of a button, not a state: pressed again (a new session, a new failure) they act again.
+  if (id === m.lastWish && opts.force !== true && opts.restart !== true) return false;
   m.lastWish = id;
-  const delay = wanted ? s.onDelayMs : s.offDelayMs;
+  // msg.force is the dashboard's STOP button: the delays are for a flapping input, not for it.
+  const delay = wanted ? s.onDelayMs : opts.force === true ? 0 : s.offDelayMs;
   if (delay > 0 && m.wanted !== wanted) {
     if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) };
     return true;
   }
+  // A held wish cancelled by a flip back is a change: written down (a redeploy must not bring it back) and shown.
+  const cancelled = m.held !== null;
   m.held = null;
-  return takeWish(m, wanted, opts, s);
+  return takeWish(m, wanted, opts, s) || cancelled;
 }
 
 /** A held wish that has lasted its delay takes effect (called at every decision). */
@@ -157,7 +161,17 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
   }
   m.seenTx = null;
   if (cmd?.action === 'START' && now - cmd.at >= s.waitMs) m.command = null; // no session within the wait: that attempt is used
-  if (m.wanted === false && m.command?.action !== 'START') m.offPending = false;
+  if (m.wanted === false && m.command?.action !== 'START' && !startMayStillBring(m, now, s)) m.offPending = false;
+}
+
+/**
+ * A START of ours with no session seen since, sent within the START window: a
+ * station slow to report may still bring its session after the wait, and an
+ * off that came meanwhile must stop it (enforce or not).
+ */
+function startMayStillBring(m: ControlMemory, now: number, s: ControlSettings): boolean {
+  const lastStart = m.starts[m.starts.length - 1];
+  return lastStart !== undefined && now - lastStart < startWindowMs(s);
 }
 
 /** ms the guard still holds `action` back (0: free). */
