@@ -58,7 +58,7 @@ describe('editor: charging-control (Chromium)', function () {
       await delay(150);
       return page.$eval(`#node-input-${field}`, (e) => e.classList.contains('input-error'));
     };
-    for (const [field, bad, good] of [['guard', '-1', '0'], ['checkInterval', '0', '30'], ['startAttempts', '6', '5'], ['startAttempts', '1.5', '1'], ['waitTimeout', '0', '60'], ['guard', 'soon', '300'], ['retryInterval', '-5', '0'], ['energyLimit', '-1', '']]) {
+    for (const [field, bad, good] of [['guard', '-1', '0'], ['checkInterval', '0', '30'], ['startAttempts', '6', '5'], ['startAttempts', '1.5', '1'], ['waitTimeout', '0', '60'], ['guard', 'soon', '300'], ['retryInterval', '-5', '0'], ['energyLimit', '-1', ''], ['energyLimit', '20;5', '20,5']]) {
       assert.equal(await marked(field, bad), true, `${field} ${bad}`);
       assert.equal(await marked(field, good), false, `${field} ${good}`);
     }
