@@ -11,21 +11,22 @@ import type { NodeMessage } from 'node-red';
 import { monotonicNow } from '../lib/clock';
 import type { ControlBook } from '../lib/control/book';
 import type { ControlDeps } from '../lib/control/controller';
-import { fromKept } from '../lib/control/memory';
+import { fromKept, type ControlSettings } from '../lib/control/memory';
 import type { WishOptions } from '../lib/control/reconcile';
 import { targetKey, type ControlTarget } from '../lib/control/view';
-import { FleetControlShare, type FleetWish } from '../lib/fleet/control-share';
+import { fenceInherited, FleetControlShare, type FleetWish } from '../lib/fleet/control-share';
 import type { Fleet } from '../lib/fleet/fleet';
 import type { NodeLifecycle } from './run-node';
 
 export class FleetControlLink {
   readonly share: FleetControlShare;
   private book: ControlBook | null = null;
+  private waitMs = 0;
   private readonly seen = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
-    fleet: Fleet,
+    private readonly fleet: Fleet,
     scope: string,
     private readonly life: NodeLifecycle,
   ) {
@@ -40,6 +41,7 @@ export class FleetControlLink {
         const clocks = { now: monotonicNow(), wall: Date.now() };
         for (const a of change.acquired) {
           const kept = a.saved?.state ? fromKept(a.saved.state, clocks) : null;
+          if (kept) fenceInherited(kept.memory, clocks.now, this.waitMs, this.fleet.leaseMs);
           const target = kept?.target ?? targetOf(a.token);
           if (target) book.adopt(target, kept?.memory ?? null);
         }
@@ -50,8 +52,10 @@ export class FleetControlLink {
     this.timer.unref?.();
   }
 
-  attach(book: ControlBook): void {
+  /** The book whose targets come with the leases, and its settings (the wait an inherited START is given; absent: none, the longest hold). */
+  attach(book: ControlBook, settings?: Pick<ControlSettings, 'waitMs'>): void {
     this.book = book;
+    this.waitMs = settings?.waitMs ?? 0;
   }
 
   /** What the controllers ask the fleet: whether they hold the target, its newest wish, and where their memory is kept. */

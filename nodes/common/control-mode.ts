@@ -181,7 +181,7 @@ export class ControlMode {
     const link = fleetLink(RED, config, node, life);
     const deps: ControlDeps = {
       poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
-      send: (command) => client().sendCommand(command, { signal: life.signal }),
+      send: (command, mayProceed) => client().sendCommand(command, { signal: life.signal, mayProceed }),
       store: new ContextControlStore(node, config.contextStore),
       clock: realClock,
       mayCommand,
@@ -193,7 +193,7 @@ export class ControlMode {
     };
     mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, link);
     const m = mode;
-    link?.attach(m.book);
+    link?.attach(m.book, settings);
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     if (fixed) m.claim(fixed);
     void m.book.whenReady().then(() => m.demand());

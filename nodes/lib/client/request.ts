@@ -46,6 +46,12 @@ export interface Request extends Operation {
   signal?: AbortSignal;
   /** place in the request budget: commands and queries before watch polls (default command) */
   priority?: BudgetPriority;
+  /**
+   * Asked right before each attempt goes on the wire (slot, budget and token
+   * taken): false, or no answer within FENCE_MAX_MS, and the attempt is not
+   * sent. A replica that lost its lease on a target sends nothing for it.
+   */
+  mayProceed?: () => boolean | Promise<boolean>;
 }
 
 export interface RequestContext {
@@ -79,6 +85,9 @@ export interface SharedBudgetGate {
   /** requests per second this replica may use alone while Redis is away */
   fallbackRate(): number;
 }
+
+/** Longest wait for mayProceed: a fence that cannot answer in time says no (the lease it guards may be gone). */
+export const FENCE_MAX_MS = 1_000;
 
 /** Longest wait reserved in the fleet's budget at once: a reservation given up is lost to the fleet, so none is made far ahead. */
 const SHARED_MAX_WAIT_MS = 2_000;
@@ -163,7 +172,8 @@ export class RequestRunner {
     if (closed) return Promise.reject(closed);
     // The common case takes no promise of its own: a free slot, the budget's place and a cached token are taken synchronously.
     const release = this.ctx.limiter.tryAcquire();
-    if (!release) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, null, false);
+    // A fenced request asks its fence before it goes: never synchronous.
+    if (!release || req.mayProceed) return this.attemptAfterWaiting(req, budgetEnd, afterFreshToken, null, false);
     // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
     // stale pooled socket, inside the exchange, does not: the first never reached the server).
     const budget = this.ctx.budget;
@@ -191,6 +201,7 @@ export class RequestRunner {
       // Waiting may have spanned a close: a slot granted just before it must not send after it.
       const closed = this.closedError(req);
       if (closed) throw closed;
+      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd);
       const sending = release;
       release = null;
       return this.exchange(req, token, sending, budgetEnd, afterFreshToken);
@@ -339,6 +350,29 @@ export class RequestRunner {
       if (pause > 0) await waits.sleep(pause, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
       if (taken.kind === 'go') return;
     }
+  }
+
+  /** The fence's word, bounded: no answer in time, a failure, or a no, and nothing is sent. */
+  private async passFence(req: Request, fence: NonNullable<Request['mayProceed']>, budgetEnd: number): Promise<void> {
+    const { waits } = this.ctx;
+    const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: not sent: ${why}; nothing was sent`, { retryable: false });
+    let answer: boolean | Promise<boolean>;
+    try {
+      answer = fence();
+    } catch (err) {
+      throw refused(`the check that this replica may still send failed (${(err as Error)?.message ?? String(err)})`);
+    }
+    if (answer instanceof Promise) {
+      const wait = waits.begin<boolean>(Math.min(budgetEnd, waits.now() + FENCE_MAX_MS), () => refused('whether this replica may still send could not be checked in time'), cancelledByNode, req.signal);
+      answer.then(
+        (ok) => wait.resolve(ok),
+        (err: Error) => wait.reject(refused(`the check that this replica may still send failed (${err?.message ?? String(err)})`)),
+      );
+      answer = await wait.promise;
+    }
+    if (answer !== true) throw refused('this replica no longer holds the target (another replica sends its commands now)');
+    const closed = this.closedError(req);
+    if (closed) throw closed;
   }
 
   private budgetTimeout(req: Request): ChargingError {

@@ -15,7 +15,7 @@ import { gatewayRefusal, looksLikeNoSession, notFoundError } from './gateway-ans
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
-import { DEFAULT_RETRY, RequestRunner, RetryPolicy } from './request';
+import { DEFAULT_RETRY, type Request, RequestRunner, RetryPolicy } from './request';
 import type { FleetHooks, TokenIdentity } from './fleet-hooks';
 import { TokenCache, TokenCacheOptions } from './token-cache';
 import { AUTH_METHODS, AuthMethod, basicCredentials, isInvalidClient, TokenEndpoint, tokenEndpoint } from './token-endpoint';
@@ -66,6 +66,9 @@ export interface RequestOptions {
   /** a watch node's poll waits behind commands and queries in the request budget */
   priority?: BudgetPriority;
 }
+
+/** A command's options: its fence too (Request.mayProceed), asked right before each attempt goes on the wire. */
+export type SendOptions = RequestOptions & Pick<Request, 'mayProceed'>;
 
 export interface ActionResult {
   statusCode: number;
@@ -217,7 +220,7 @@ export class ServiceClient {
    * flags one that is not 202); an accepted command whose body cannot be read
    * is still accepted, with a bodyNote: it reached the station.
    */
-  async sendCommand(cmd: ChargingCommand, opts: RequestOptions = {}): Promise<ActionResult> {
+  async sendCommand(cmd: ChargingCommand, opts: SendOptions = {}): Promise<ActionResult> {
     for (const field of ['locationId', 'evseId', 'token', 'transactionId'] as const) {
       const v = cmd[field];
       if (typeof v === 'string' && !v.isWellFormed()) throw unpaired(field);
@@ -229,6 +232,7 @@ export class ServiceClient {
       data: JSON.stringify(cmd),
       accept: success,
       signal: opts.signal,
+      mayProceed: opts.mayProceed,
     });
     if (res.text === null) {
       return { statusCode: res.status, body: null, bodyNote: `The service accepted ${cmd.action} (${res.status}), but ${bodyProblemText(res, this.timeoutMs, this.maxBodyBytes)}: the command reached the station.` };

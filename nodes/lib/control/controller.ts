@@ -27,8 +27,8 @@ export type CheckPriority = 'command' | 'poll';
 export interface ControlDeps {
   /** one progress query for the target: its record, or null for no session */
   poll(target: ControlTarget, priority: CheckPriority): Promise<ProgressRecord | null>;
-  /** one START or STOP; resolves when the service accepted it */
-  send(command: ChargingCommand): Promise<unknown>;
+  /** one START or STOP; resolves when the service accepted it. `mayProceed`: asked right before each attempt goes on the wire (false: not sent) */
+  send(command: ChargingCommand, mayProceed?: () => boolean): Promise<unknown>;
   store: ControlStore;
   clock: ControlClock;
   /** who may send: false while another process holds the target (a fleet's lease); default: always this one */
@@ -224,7 +224,9 @@ export class TargetController {
     const t = this.target;
     const command = send.action === 'START' ? startCommand(t) : stopCommand({ ...t, transactionId: send.transactionId });
     try {
-      await this.deps.send(command);
+      // Fenced: a replica whose lease on the target lapsed while the command queued in the client does not send it.
+      const mayCommand = this.deps.mayCommand;
+      await this.deps.send(command, mayCommand && (() => mayCommand(t)));
       if (send.action === 'START') this.m.busy = false;
       return { decision, error: unsaved };
     } catch (err) {

@@ -10,9 +10,10 @@
  * holder applies the newest at its next check. The same wish posted by every
  * replica (an MQTT subscription on each) changes nothing the second time.
  */
+import { DEFAULT_RETRY } from '../client/request';
 import { ChargingError } from '../errors';
 import type { ControlStore } from '../control/store';
-import type { KeptTarget } from '../control/memory';
+import type { ControlMemory, KeptTarget } from '../control/memory';
 import type { Fleet } from './fleet';
 import type { OwnershipOptions, WatchOwnership } from './ownership';
 import { POST_WISH } from './scripts';
@@ -26,6 +27,19 @@ export interface FleetWish {
   energyLimit?: number | null;
 }
 
+/**
+ * A START taken over from another holder is not sent again before the old
+ * holder's could no longer go out: its message budget (queue, token, retries)
+ * plus the lease, counted from the take-over on this replica's monotonic
+ * clock. The old lease lapsed in Redis before this replica could take it, so
+ * that is later than the same time counted from the old holder's commit on
+ * Redis's clock, whatever the wall clocks say. A STOP is not held back: sent
+ * twice it is harmless, held back the car charges on.
+ */
+export function fenceInherited(m: ControlMemory, now: number, waitMs: number, leaseMs: number): void {
+  const cmd = m.command;
+  if (cmd?.action === 'START') cmd.at = Math.max(cmd.at, now + DEFAULT_RETRY.maxTotalMs + leaseMs - waitMs);
+}
 
 export class FleetControlShare {
   readonly own: WatchOwnership<KeptTarget>;
