@@ -355,18 +355,19 @@ export class RequestRunner {
   /** The fence's word, bounded: no answer in time, a failure, or a no, and nothing is sent. */
   private async passFence(req: Request, fence: NonNullable<Request['mayProceed']>, budgetEnd: number): Promise<void> {
     const { waits } = this.ctx;
-    const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: not sent: ${why}; nothing was sent`, { retryable: false });
+    // NETWORK as for a connection never made: surely not sent, and not tried again (the lease will not come back by itself).
+    const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: ${why}; nothing was sent`, { retryable: false });
     let answer: boolean | Promise<boolean>;
     try {
       answer = fence();
     } catch (err) {
-      throw refused(`the check that this replica may still send failed (${(err as Error)?.message ?? String(err)})`);
+      throw refused(`checking that this replica may still send failed (${(err as Error)?.message ?? String(err)})`);
     }
     if (answer instanceof Promise) {
-      const wait = waits.begin<boolean>(Math.min(budgetEnd, waits.now() + FENCE_MAX_MS), () => refused('whether this replica may still send could not be checked in time'), cancelledByNode, req.signal);
+      const wait = waits.begin<boolean>(Math.min(budgetEnd, waits.now() + FENCE_MAX_MS), () => refused(`whether this replica may still send could not be checked within ${FENCE_MAX_MS} ms`), cancelledByNode, req.signal);
       answer.then(
         (ok) => wait.resolve(ok),
-        (err: Error) => wait.reject(refused(`the check that this replica may still send failed (${err?.message ?? String(err)})`)),
+        (err: Error) => wait.reject(refused(`checking that this replica may still send failed (${err?.message ?? String(err)})`)),
       );
       answer = await wait.promise;
     }

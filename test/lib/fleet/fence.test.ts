@@ -144,3 +144,44 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
     assert.equal(s.command.at, 1_000, 'STOP: sent again after its wait as before');
   });
 });
+
+describe('the client: a command asks its fence right before each attempt goes on the wire (simulator)', () => {
+  let sim: ChargingServiceSimulator;
+  let client: ServiceClient;
+  beforeEach(async () => {
+    sim = await startSimulator({ startDelayMs: 50, stopDelayMs: 50 });
+    client = clientFor(sim, { timeoutMs: 3000 });
+  });
+  afterEach(async () => {
+    await client.close();
+    await sim.stop();
+  });
+  const start = { action: 'START' as const, ...TARGET };
+  const posts = () => sim.requests.filter((q) => q.method === 'POST' && q.path.startsWith(SESSIONS_PATH)).length;
+
+  it('a fence that says no: the command fails, says it was not sent, and is not sent', async () => {
+    let asked = 0;
+    const err = await client.sendCommand(start, { mayProceed: () => (asked++, false) }).then(() => null, (e: unknown) => e as { code: string; message: string; outcomeUnknown?: boolean });
+    assert.ok(err, 'the command failed');
+    assert.equal(err.code, 'NETWORK');
+    assert.match(err.message, /no longer holds the target.*nothing was sent/);
+    assert.notEqual(err.outcomeUnknown, true);
+    assert.equal(asked, 1, 'asked once, not tried again');
+    assert.equal(posts(), 0);
+  });
+
+  it('a fence that does not answer in time, or fails, says no: nothing is sent', async () => {
+    const hung = await client.sendCommand(start, { mayProceed: () => new Promise<boolean>(() => undefined) }).then(() => null, (e: unknown) => e as Error);
+    assert.match(String(hung?.message), /could not be checked within 1000 ms; nothing was sent/);
+    const failed = await client.sendCommand(start, { mayProceed: () => Promise.reject(new Error('Redis away')) }).then(() => null, (e: unknown) => e as Error);
+    assert.match(String(failed?.message), /Redis away.*nothing was sent/);
+    assert.equal(posts(), 0);
+  });
+
+  it('a fence that says yes (at once or later), or none at all: the command goes as before', async () => {
+    await client.sendCommand(start, { mayProceed: () => true });
+    await client.sendCommand({ action: 'STOP', ...TARGET, transactionId: 'none' }, { mayProceed: () => Promise.resolve(true) }).catch(() => undefined);
+    await client.sendCommand({ ...start, evseId: '2', token: 'RFID-OTHER' });
+    assert.equal(posts(), 3);
+  });
+});
