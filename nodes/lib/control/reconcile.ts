@@ -231,7 +231,10 @@ function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlS
   if (m.endedAtStation) return { state: 'idle', reason: ENDED_AT_STATION, nextMs: s.checkMs };
   const attempt = { n: m.round === 'START' ? m.attempts : 0, of: s.startAttempts };
   if (m.command?.action === 'START') {
-    return { state: 'starting', reason: `START ${attempt.n}/${attempt.of} sent ${secs(now - m.command.at)} ago: waiting for the session`, attempt, nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
+    // A START taken over from another replica is dated ahead (its send may still arrive): no "sent -29 s ago".
+    const ago = now - m.command.at;
+    const sent = ago >= 0 ? `sent ${secs(ago)} ago` : 'taken over from another replica, whose send may still arrive';
+    return { state: 'starting', reason: `START ${attempt.n}/${attempt.of} ${sent}: waiting for the session`, attempt, nextMs: Math.min(s.confirmMs, waitLeft(m, now, s)) };
   }
   if (m.round === 'START' && m.attempts >= s.startAttempts && !m.failed) m.failed = { action: 'START', reason: NO_SESSION_AFTER_START, at: now };
   if (m.failed?.action === 'START') {
