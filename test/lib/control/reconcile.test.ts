@@ -10,6 +10,16 @@ const active = (transactionId = 'TX-1') => ({ kind: 'active', transactionId }) a
 const mem = (m: Partial<ControlMemory> = {}): ControlMemory => ({ ...emptyMemory(), ...m });
 
 describe('charging-control rules (pure)', () => {
+  it('a START taken over from another replica, dated ahead by the hold, is not read as sent in the past or the future', () => {
+    const m = mem({ wanted: true, round: 'START', attempts: 1, command: { action: 'START', at: 40_000 } });
+    const held = decide(m, NONE, 10_000, S);
+    assert.equal(held?.state, 'starting');
+    assert.equal(held?.send, undefined, 'held: not sent again');
+    assert.match(held?.reason ?? '', /START 1\/2 taken over from another replica/);
+    assert.doesNotMatch(held?.reason ?? '', /-\d/);
+    assert.match(decide(m, NONE, 45_000, S)?.reason ?? '', /START 1\/2 sent 5 s ago/);
+  });
+
   it('the same wish again changes nothing; a new one starts a new round', () => {
     const m = mem();
     assert.equal(applyWish(m, true, {}, 0, S), true);

@@ -105,7 +105,7 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
     const queuedAt = monotonicNow();
     const admin = suite.redis.admin();
     const stateKey = old.fleet.keys.scope(`control:${SCOPE}`).state;
-    for (const end = monotonicNow() + 2_000; !String(await admin.hget(stateKey, KEY)).includes('"action":"START"'); await sleep(20)) {
+    for (const end = monotonicNow() + 5_000; !String(await admin.hget(stateKey, KEY)).includes('"action":"START"'); await sleep(20)) {
       if (monotonicNow() > end) throw new Error('timed out waiting for the START committed before it is sent');
     }
     nemesis.blackhole();
@@ -120,7 +120,7 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
     // The old START's place in the budget came 1/rate after the query; a little longer for a loaded machine.
     await sleep(Math.max(0, queuedAt + 1000 / SLOW_RATE + 1000 - monotonicNow()));
     assert.equal(posts('START'), 0, 'no START from the replica that lost its lease');
-    await until(() => old.errors.some((e) => e.includes('no longer holds the target')), `the old holder reports its START not sent (errors: ${old.errors.join(' | ')})`, 3_000);
+    await until(() => old.errors.some((e) => e.includes('no longer holds the target')), `the old holder reports its START not sent (errors: ${old.errors.join(' | ')})`, 8_000);
     assert.match(old.errors.find((e) => e.includes('no longer holds')) ?? '', /nothing was sent/);
   });
 
