@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NodeMessage } from 'node-red';
 import { closedError, isChargingError } from '../lib/errors';
-import { positiveNumber } from '../lib/settings';
+import { positiveNumber, waitTimeoutMs } from '../lib/settings';
 import type { ProgressRecord } from '../lib/session/record';
 import type { ChargingCommand } from '../lib/session/commands';
 import { ensureStop, notStopped } from '../lib/session/ensure-stop';
@@ -59,7 +59,7 @@ export async function sendWhenConfirmed(
       token,
       want,
       what,
-      { timeoutMs: positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000, intervalMs: WAIT_POLL_MS, signal: ctx.signal },
+      { timeoutMs: waitTimeoutMs(config.waitTimeout), intervalMs: WAIT_POLL_MS, signal: ctx.signal },
       pause,
     );
     ctx.status(onConfirmed(record));
@@ -81,7 +81,7 @@ const MESSAGE_MS = 35_000;
  * A fleet's other replicas wait this long for its outcome (fleet-commands.ts).
  */
 export function operationMs(config: EnsureConfig): number {
-  const waitMs = positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000;
+  const waitMs = waitTimeoutMs(config.waitTimeout);
   if (config.ensure) return Math.round(positiveNumber(config.ensureAttempts, DEFAULT_ENSURE_ATTEMPTS, 1, 10)) * (MESSAGE_MS + waitMs);
   return MESSAGE_MS + (config.wait ? waitMs : 0);
 }
@@ -98,7 +98,7 @@ export const DEFAULT_ENSURE_ATTEMPTS = 3;
 export async function sendWhenStopped(msg: NodeMessage, payload: Record<string, unknown>, command: ChargingCommand, config: EnsureConfig, ctx: WorkContext): Promise<Outputs> {
   const result = await ensureStop(command, {
     attempts: Math.round(positiveNumber(config.ensureAttempts, DEFAULT_ENSURE_ATTEMPTS, 1, 10)),
-    timeoutMs: positiveNumber(config.waitTimeout, 60, 1, 3600) * 1000,
+    timeoutMs: waitTimeoutMs(config.waitTimeout),
     intervalMs: WAIT_POLL_MS,
     signal: ctx.signal,
     send: (c) => ctx.client.sendCommand(c, { signal: ctx.signal }),

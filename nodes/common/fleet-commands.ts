@@ -1,6 +1,6 @@
 /**
- * The same START or STOP sent once by a fleet of replicas (issue 35 item 4,
- * docs/fleet.md "Command dedup"). An inject or a schedule fires on every
+ * The same START or STOP sent once by a fleet of replicas (docs/fleet.md
+ * "Command dedup"). An inject or a schedule fires on every
  * replica at once: the replica that claims the command in Redis runs the
  * node's whole operation (the command, and the wait or *make sure it ends*
  * that follows it), and publishes what its flow got; every other replica

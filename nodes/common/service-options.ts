@@ -10,7 +10,7 @@ import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT, SESSIONS_PATH, sessionsE
 import { isAuthMethod, parseTokenParams, tokenEndpoint } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
 import { fleetKeyFor } from '../lib/fleet/keys';
-import { checkEndpointPath, checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
+import { chargingSessionSettings, checkEndpointPath, checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
   baseUrl?: unknown;
@@ -179,14 +179,13 @@ export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Cr
   }
   const given = typeof settings.fleetKey === 'string' ? settings.fleetKey : '';
   const fleetKey = fleetKeyFor({ baseUrl: options.baseUrl, tokenUrl: options.authUrl, clientId: options.clientId }, given);
-  const tuning = (RED.settings as unknown as { chargingSession?: { fleet?: { cycleMs?: unknown; leaseMs?: unknown } } }).chargingSession?.fleet;
-  const ms = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 50 ? v : undefined);
+  const tuning = chargingSessionSettings(RED.settings).fleet;
   return {
     url,
     fleetKey,
     tls: tlsOptions(RED, typeof settings.fleetTls === 'string' ? settings.fleetTls : undefined),
-    cycleMs: ms(tuning?.cycleMs),
-    leaseMs: ms(tuning?.leaseMs),
+    cycleMs: tuning.cycleMs,
+    leaseMs: tuning.leaseMs,
     warning: plainRemoteRedis(url),
   };
 }

@@ -97,7 +97,7 @@ export const STATUS_GAP_MS = 250;
  * A watch node's badge changes at most once a second: it reports an event per
  * poll, its clock shows whole seconds, and each delayed update is a wake-up of
  * the process of its own (four a second were one for every 2.5 polls of a node
- * watching 100 tokens at 10 s, #19).
+ * watching 100 tokens at 10 s).
  */
 export const WATCH_STATUS_GAP_MS = 1000;
 
@@ -192,7 +192,7 @@ let translate: Translate = english;
 export function useRuntimeLanguage(runtime: (key: string, values?: Values) => string): void {
   // One runtime look-up per key, not per badge: i18next takes ~0.5 ms a call
   // (plural rules for __count__), which a watch node showing four badges a
-  // second paid on every one (#19.1). The key is asked for with each
+  // second paid on every one. The key is asked for with each
   // placeholder standing for itself, so the runtime hands back its template in
   // its language; the values are filled in here. The catalogs have no plural forms.
   const templates = new Map<string, string | null>();
@@ -217,7 +217,7 @@ export function formatEnergy(kwh: number | null): string {
   return kwh >= 100 ? `${kwh.toFixed(0)} kWh` : `${kwh.toFixed(1)} kWh`;
 }
 
-/** HH:MM:SS local time. Not toTimeString(): that also formats the zone's name, on every badge a watch node shows (#19). */
+/** HH:MM:SS local time. Not toTimeString(): that also formats the zone's name, on every badge a watch node shows, and a watch node shows one per poll. */
 function clock(now: Date): string {
   return `${two(now.getHours())}:${two(now.getMinutes())}:${two(now.getSeconds())}`;
 }
@@ -261,7 +261,7 @@ export class StatusBoard {
    * next set() or due(). A watch node calls due() on each tick of its watcher
    * (at least once a second while it watches anything), so its badge costs no
    * wake-up of the process of its own: the timer set() arms was 0.1 wake-ups
-   * per poll at 100 tokens (#19). Only for a caller that calls due().
+   * per poll at 100 tokens. Only for a caller that calls due().
    */
   defer(status: NodeStatus | (() => NodeStatus)): void {
     if (this.closed) return;

@@ -1,6 +1,6 @@
 /**
- * Watch mode with *Coordinate replicas* (issue 35 item 3, docs/fleet.md "The
- * watcher protocol"): the watch list is the fleet's (in Redis), each token is
+ * Watch mode with *Coordinate replicas* (docs/fleet.md "The watcher
+ * protocol"): the watch list is the fleet's (in Redis), each token is
  * polled by the one replica that holds its lease, and a poll's change is
  * committed to the fleet before its events go out, so that a replica taking
  * a token over emits nothing that was already emitted and loses no `ended`.

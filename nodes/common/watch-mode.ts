@@ -10,6 +10,7 @@ import { POLL_SHARE } from '../lib/client/request-budget';
 import { ChargingError } from '../lib/errors';
 import { normaliseField, tokensFrom } from '../lib/session/inputs';
 import type { PollFn } from '../lib/session/wait';
+import { chargingSessionSettings } from '../lib/settings';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
@@ -44,8 +45,7 @@ export class WatchMode {
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
   static start(RED: NodeAPI, node: Node, config: WatchConfig, life: NodeLifecycle, toOutputs: (msg: NodeMessage, event: string) => Outputs): WatchMode | null {
-    const settings = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession;
-    const floor = typeof settings?.minPollIntervalSec === 'number' ? settings.minPollIntervalSec : DEFAULT_MIN_INTERVAL_SEC;
+    const floor = chargingSessionSettings(RED.settings).minPollIntervalSec ?? DEFAULT_MIN_INTERVAL_SEC;
     const wanted = Number(config.interval ?? 10);
     const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
     if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);

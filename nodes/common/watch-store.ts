@@ -17,7 +17,8 @@
  * token) until the next flushDue() at least STATE_BATCH_MS after the last
  * write, and all of them go in one set. The watcher's tick calls flushDue(), so
  * a change is in the store within about a second; closing the node flushes.
- * At 100 tokens that is one context write a second instead of ten (#19).
+ * At 100 tokens that is one context write a second instead of ten: each
+ * write walks the key and marks the store dirty, a cost paid per poll otherwise.
  */
 import type { Node } from 'node-red';
 import type { SavedState } from '../lib/session/watcher';
@@ -48,7 +49,7 @@ export class WatchStore {
   private readonly flow: FlowContext;
   private readonly base: string;
   private readonly store: string | undefined;
-  /** each watched token's state key, built once rather than on every poll that changes it (#19) */
+  /** each watched token's state key, built once rather than on every poll that changes it: string building per poll adds up at thousands of tokens */
   private readonly stateKeys = new Map<string, string>();
   /** states not written yet, by token: the latest of each */
   private readonly pending = new Map<string, SavedState | undefined>();

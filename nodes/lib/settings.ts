@@ -83,6 +83,30 @@ export function positiveNumber(raw: unknown, fallback: number, min: number, max:
   return Math.min(max, Math.max(min, n));
 }
 
+/** The wait timeout of charging-start and charging-stop (wait until started or ended, make sure it ends), in ms: 1 s to 1 h, 60 s when empty or unreadable. */
+export function waitTimeoutMs(raw: unknown): number {
+  return positiveNumber(raw, 60, 1, 3600) * 1000;
+}
+
+/** settings.js `chargingSession`: what an operator sets for every node of the package, read once and typed. */
+export interface ChargingSessionSettings {
+  /** the shortest poll interval the nodes may use, s; undefined: the nodes' own default */
+  minPollIntervalSec?: number;
+  /** coordination tuning (cycle and lease, ms): for tests and for operators who want faster takeover; under 50 ms is ignored */
+  fleet: { cycleMs?: number; leaseMs?: number };
+}
+
+/** Reads `chargingSession` from the runtime's settings (RED.settings); what is absent or of the wrong type is left undefined. */
+export function chargingSessionSettings(runtimeSettings: unknown): ChargingSessionSettings {
+  const raw = (runtimeSettings as { chargingSession?: { minPollIntervalSec?: unknown; fleet?: { cycleMs?: unknown; leaseMs?: unknown } } } | undefined)?.chargingSession;
+  const min = raw?.minPollIntervalSec;
+  const ms = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 50 ? v : undefined);
+  return {
+    minPollIntervalSec: typeof min === 'number' ? min : undefined,
+    fleet: { cycleMs: ms(raw?.fleet?.cycleMs), leaseMs: ms(raw?.fleet?.leaseMs) },
+  };
+}
+
 /**
  * Refuses an endpoint whose fixed path (`/v1/token`, `/poi/v1/charging-sessions`)
  * a `?` or `#` in the configured URL cancelled: `https://host/any/path?` would

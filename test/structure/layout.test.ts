@@ -1,7 +1,8 @@
 /**
  * The house rules of the layout (docs/architecture.md), checked on the sources:
  * data flows one way (node -> common -> lib, never back), nodes/lib knows no
- * Node-RED, node files stay thin, no function grows past 60 lines.
+ * Node-RED, node files stay thin, no function grows past 60 lines, no file
+ * past 400, and comments say why rather than which issue asked.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,6 +11,36 @@ import ts from 'typescript';
 
 const ROOT = path.join(__dirname, '..', '..', '..');
 const NODES = path.join(ROOT, 'nodes');
+
+function files(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+}
+
+/** The comments of a TypeScript source, each with its line (1-based): those before and after every node of its syntax tree. */
+function comments(file: string): Array<{ line: number; text: string }> {
+  const text = fs.readFileSync(file, 'utf8');
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.ES2022, true);
+  const found = new Map<number, { line: number; text: string }>();
+  const add = (ranges: ts.CommentRange[] | undefined) => {
+    for (const r of ranges ?? []) found.set(r.pos, { line: sf.getLineAndCharacterOfPosition(r.pos).line + 1, text: text.slice(r.pos, r.end) });
+  };
+  const visit = (n: ts.Node) => {
+    add(ts.getLeadingCommentRanges(text, n.pos));
+    add(ts.getTrailingCommentRanges(text, n.end));
+    n.getChildren(sf).forEach(visit);
+  };
+  visit(sf);
+  return [...found.values()];
+}
+
+/** "issue 36", "issues 17", "(issue", "#19", "#19.1": a reference a newcomer cannot look up. */
+const CITES_ISSUE = /\b[Ii]ssues? ?#?\d+|\(issue|(?<![\w&])#\d+\b/;
+
+/**
+ * Files another change is rewriting at the time this rule came in; they still
+ * cite an issue in their header. Remove an entry once its file is clean.
+ */
+const CITES_ISSUE_EXEMPT = [/^nodes\/lib\/control\//, /^nodes\/common\/control-[^/]*\.ts$/, /^nodes\/lib\/fleet\/control-share\.ts$/];
 
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -62,6 +93,28 @@ describe('layout of nodes/ (docs/architecture.md)', () => {
       visit(sf);
     }
     assert.deepEqual(long, []);
+  });
+
+  it('no file under nodes/ is longer than 400 lines', () => {
+    const long = files(NODES)
+      .map((f) => ({ f, lines: fs.readFileSync(f, 'utf8').split('\n').length }))
+      .filter((x) => x.lines > 400)
+      .map((x) => `${rel(x.f)} (${x.lines} lines)`);
+    assert.deepEqual(long, []);
+  });
+
+  it('no comment under nodes/ cites an issue number: it says why instead', () => {
+    const citing: string[] = [];
+    for (const f of all) {
+      const name = rel(f).split(path.sep).join('/');
+      if (CITES_ISSUE_EXEMPT.some((re) => re.test(name))) continue;
+      for (const c of comments(f)) if (CITES_ISSUE.test(c.text)) citing.push(`${name}:${c.line} ${c.text.match(CITES_ISSUE)?.[0]}`);
+    }
+    // The help and the labels are read by users, who cannot look an issue up either.
+    for (const f of files(NODES).filter((x) => /\.(html|json)$/.test(x))) {
+      if (/[Ii]ssues? ?#?\d+|\(issue/.test(fs.readFileSync(f, 'utf8'))) citing.push(rel(f));
+    }
+    assert.deepEqual(citing, []);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * Max requests per second of one configuration (issue 17.3), shared by every
+ * Max requests per second of one configuration, shared by every
  * node on it: START, STOP, queries, waits and watch polls (token requests are
  * not counted: there is one per token lifetime). Operators throttle or suspend
  * API keys that poll too much; Max in flight bounds concurrency, not rate.

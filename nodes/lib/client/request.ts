@@ -109,7 +109,7 @@ export class RequestRunner {
    * case (a cached token, a free slot, the first exchange answered) then costs
    * the exchange's own promise and one step per layer, not an async frame and
    * an await per layer. A watch node makes this call a thousand times a second
-   * at 10 000 tokens (#19). The retry loop, entered only after a failure, stays async.
+   * at 10 000 tokens. The retry loop, entered only after a failure, stays async.
    */
   run(req: Request): Promise<RawResponse> {
     const { waits, policy, timeoutMs } = this.ctx;
@@ -164,7 +164,7 @@ export class RequestRunner {
    * exchange, its result classified. In that order because the budget counts
    * what goes on the wire: a place taken while waiting for a slot was spent
    * when the slot came, and messages queued behind stalled ones went out back
-   * to back (issue 33). And the token is taken last, when the request is sent:
+   * to back, over the limit. And the token is taken last, when the request is sent:
    * one peeked before a long wait could expire in the queue.
    */
   private attempt(req: Request, budgetEnd: number, afterFreshToken: boolean): Promise<Attempted> {

@@ -195,7 +195,7 @@ export class ServiceClient {
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    // A promise step, not an async function: a watch node polls through here (#19).
+    // A promise step, not an async function: a watch node polls through here, and each async frame is paid on every poll.
     return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority }).then((res) => this.progressOf(res));
   }
 

@@ -294,7 +294,7 @@ export class Destination {
    */
   send(req: RawRequest, exchange: Exchange): Promise<RawResponse> {
     const first = req.method === 'GET' ? this.pooled : this.fresh;
-    // Promise steps, not an async function: one frame less on every poll (#19).
+    // Promise steps, not an async function: one frame less on every poll of every watched token.
     return first.request<string>(this.config(req, exchange)).then(this.answer, (err: unknown) => {
       if (first === this.pooled && staleReusedSocket(err, exchange)) {
         return this.fresh.request<string>(this.config(req, exchange)).then(this.answer, (again: unknown) => failed(again, exchange, this.where));

@@ -1,5 +1,5 @@
 /**
- * "Make sure it ends" (issue 17.1): STOP, watch the session end as "wait until
+ * "Make sure it ends": STOP, watch the session end as "wait until
  * ended" does, and send the same STOP again while it is still active, up to
  * `attempts` STOPs in all. STOP may be repeated (a second STOP of an ended
  * transaction changes nothing); START never is, so nothing here starts one.
@@ -34,7 +34,8 @@ export interface EnsureStopResult<R> {
    * ended: progress showed no session, or another transaction. not stopped:
    * the last progress read after the last STOP showed it still active. not
    * confirmed: a STOP was accepted, but progress could not be read after it,
-   * so nothing says whether it ended (issue 36: never "still active" then).
+   * so nothing says whether it ended (never "still active" then: that would
+   * claim a reading nobody made).
    */
   outcome: 'ended' | 'not stopped' | 'not confirmed';
   /** STOPs sent (including ones whose outcome was unknown) */

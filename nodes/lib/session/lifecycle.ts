@@ -1,5 +1,5 @@
 /**
- * The lifecycle of a watched RFID token as one table (issue 36): what a new
+ * The lifecycle of a watched RFID token as one table: what a new
  * progress answer means, given what the last ones showed. A pure function of
  * the last state and the new sighting, with no schedule, no I/O and no
  * allocation, so that the watcher, a restart (the saved state) and a property
@@ -16,8 +16,8 @@
  * read changes nothing and never reaches it. A transaction never goes back to
  * pending (spec §2.2: the transactionId is the session's from the start), so a
  * pending session where transaction A was is a new session on the same token:
- * A ended. Before issue 36 that case kept A silently and the next poll started
- * B over it, so A never got its `ended` (and a billing flow never booked it).
+ * A ended. Keeping A silently there would let the next poll start B over it,
+ * so A would never get its `ended` (and a billing flow would never book it).
  */
 
 /** What decides the next event of a token (the watcher's entry and the saved state both have these fields). */

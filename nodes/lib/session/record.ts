@@ -94,7 +94,7 @@ export function parseZonelessTimestamp(value: string, zone: TimestampZone): numb
 /**
  * Ends in Z or ±hh:mm / ±hhmm. Only the last six characters are looked at: an
  * unanchored pattern tried at every position of the string cost more than the
- * parse itself, on every poll of every watched token (#19).
+ * parse itself, on every poll of every watched token.
  */
 function hasZoneDesignator(value: string): boolean {
   const last = value.charCodeAt(value.length - 1);
@@ -178,7 +178,8 @@ export function deriveSession(record: ProgressRecord, opts: DeriveOptions = {}, 
   };
 }
 
-/** A session's record for the books: what msg.session carries on "ended" (issue 17.5). */
+/** A session's record for the books: what msg.session carries on "ended", so that a
+ * billing flow books a session from that one message. */
 export interface SessionTotals {
   transactionId: string | null;
   cdrId: string | null;
