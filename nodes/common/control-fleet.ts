@@ -1,5 +1,5 @@
 /**
- * charging-control with *Coordinate replicas* (issue 35 item 5): the node's
+ * charging-control with *Coordinate replicas*: the node's
  * side of FleetControlShare. Targets come and go with their leases (the
  * holder takes each up from the memory the fleet kept); a wish is posted to
  * the fleet, and the holder applies it at a check, which it runs as soon as

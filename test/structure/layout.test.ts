@@ -36,12 +36,6 @@ function comments(file: string): Array<{ line: number; text: string }> {
 /** "issue 36", "issues 17", "(issue", "#19", "#19.1": a reference a newcomer cannot look up. */
 const CITES_ISSUE = /\b[Ii]ssues? ?#?\d+|\(issue|(?<![\w&])#\d+\b/;
 
-/**
- * Files another change is rewriting at the time this rule came in; they still
- * cite an issue in their header. Remove an entry once its file is clean.
- */
-const CITES_ISSUE_EXEMPT = [/^nodes\/lib\/control\//, /^nodes\/common\/control-[^/]*\.ts$/, /^nodes\/lib\/fleet\/control-share\.ts$/];
-
 function sources(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const full = path.join(dir, e.name);
@@ -107,7 +101,6 @@ describe('layout of nodes/ (docs/architecture.md)', () => {
     const citing: string[] = [];
     for (const f of all) {
       const name = rel(f).split(path.sep).join('/');
-      if (CITES_ISSUE_EXEMPT.some((re) => re.test(name))) continue;
       for (const c of comments(f)) if (CITES_ISSUE.test(c.text)) citing.push(`${name}:${c.line} ${c.text.match(CITES_ISSUE)?.[0]}`);
     }
     // The help and the labels are read by users, who cannot look an issue up either.

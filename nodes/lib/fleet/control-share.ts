@@ -1,5 +1,5 @@
 /**
- * charging-control across a fleet of replicas (issue 35 item 5, docs/fleet.md
+ * charging-control across a fleet of replicas (docs/fleet.md
  * "Control"): each target (locationId, evseId, token) is held by one replica
  * through a lease, as a watched token is (a WatchOwnership scope of target
  * keys); only the holder reads progress and sends. Its memory (wanted state,
