@@ -15,10 +15,11 @@ import { startCommand } from '../../../nodes/lib/session/commands';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator } from '../../harness';
 import { FakeClock } from './fake-clock';
+import { controlSettings } from './settings';
 
 const T = { locationId: 'ATK-LOC', evseId: '1', token: 'ATK-RFID-1' };
 const KEY = `${T.token}|${T.locationId}|${T.evseId}`;
-const SETTINGS: ControlSettings = { guardMs: 0, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const SETTINGS = controlSettings({ guardMs: 0 });
 
 interface Rig {
   book: ControlBook;

@@ -16,9 +16,10 @@ import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { FakeClock } from './fake-clock';
+import { controlSettings } from './settings';
 
 const T = { locationId: 'FC-LOC', evseId: '1', token: 'FC-RFID-1' };
-const SETTINGS: ControlSettings = { guardMs: 300_000, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const SETTINGS = controlSettings();
 
 interface Rig {
   book: ControlBook;

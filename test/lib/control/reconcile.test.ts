@@ -1,9 +1,10 @@
 /** The rules of charging-control as pure transitions: no I/O, no clock of their own. */
 import assert from 'node:assert/strict';
-import { emptyMemory, type ControlMemory, type ControlSettings } from '../../../nodes/lib/control/memory';
+import { emptyMemory, type ControlMemory } from '../../../nodes/lib/control/memory';
 import { applyWish, decide, ENDED_AT_STATION, guardLeft, noteSent, observe } from '../../../nodes/lib/control/reconcile';
+import { controlSettings } from './settings';
 
-const S: ControlSettings = { guardMs: 300_000, checkMs: 30_000, confirmMs: 2_000, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const S = controlSettings();
 const NONE = { kind: 'none' } as const;
 const PENDING = { kind: 'pending' } as const;
 const active = (transactionId = 'TX-1') => ({ kind: 'active', transactionId }) as const;

@@ -10,9 +10,10 @@
  */
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { type ControlMemory, type ControlSettings, emptyMemory, fromKept, toKept } from '../../../nodes/lib/control/memory';
+import { type ControlMemory, emptyMemory, fromKept, toKept } from '../../../nodes/lib/control/memory';
 import { applyWish, decide, noteSent, observe } from '../../../nodes/lib/control/reconcile';
 import type { ProgressView } from '../../../nodes/lib/control/view';
+import { controlSettings } from './settings';
 
 type Step =
   | { k: 'wish'; on: boolean; force: boolean; restart: boolean }
@@ -29,7 +30,7 @@ interface Sent {
   step: number;
 }
 
-const S: ControlSettings = { guardMs: 10_000, checkMs: 30_000, confirmMs: 1_000, waitMs: 5_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 20_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const S = controlSettings({ guardMs: 10_000, confirmMs: 1_000, waitMs: 5_000, retryMs: 20_000 });
 const TARGET = { locationId: 'L', evseId: '1', token: 'T' };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(

@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { ControlBook } from '../../../nodes/lib/control/book';
 import type { ControlDeps, ControlSnapshot } from '../../../nodes/lib/control/controller';
-import type { ControlSettings } from '../../../nodes/lib/control/memory';
 import type { ControlTarget } from '../../../nodes/lib/control/view';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
@@ -19,8 +18,9 @@ import type { NodeLifecycle } from '../../../nodes/common/run-node';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';
+import { controlSettings } from '../control/settings';
 
-const SETTINGS: ControlSettings = { guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const SETTINGS = controlSettings({ guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000 });
 const TARGET: ControlTarget = { locationId: 'LOC-C', evseId: '1', token: 'RFID-CTL' };
 
 interface Replica {

@@ -23,8 +23,9 @@ import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator
 import { clientFor, startSimulator, until } from '../../harness';
 import { RedisNemesis } from '../../redis-nemesis';
 import { fleetSuite } from './fleet-fixture';
+import { controlSettings } from '../control/settings';
 
-const SETTINGS: ControlSettings = { guardMs: 0, checkMs: 300, confirmMs: 100, waitMs: 60_000, startAttempts: 2, stopAttempts: 3, enforce: false, retryMs: 600_000, onDelayMs: 0, offDelayMs: 0, energyLimitKWh: null };
+const SETTINGS = controlSettings({ guardMs: 0, checkMs: 300, confirmMs: 100 });
 const TARGET: ControlTarget = { locationId: 'LOC-F', evseId: '1', token: 'RFID-FENCE' };
 const KEY = JSON.stringify([TARGET.locationId, TARGET.evseId, TARGET.token]);
 const SCOPE = 'control-node-fence';
