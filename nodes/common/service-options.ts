@@ -119,23 +119,7 @@ function gatewayOptions(settings: ServiceSettings, typed: Credentials, env: Node
   const apiKeyHeader = rawHeader ? String(resolveEnvReference('API key header', rawHeader, env)).trim() : DEFAULT_API_KEY_HEADER;
   if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(apiKeyHeader)) throw new ChargingError('CONFIG', 'API key header is not a valid HTTP header name', { field: 'apiKeyHeader' });
   if (RESERVED_HEADERS.has(apiKeyHeader.toLowerCase())) throw new ChargingError('CONFIG', `API key header may not be ${apiKeyHeader}: the client sets that header itself`);
-  return { apiKey, apiKeyHeader, tokenParams: tokenParamsOf(resolveEnvReference('Token parameters', settings.tokenParams, env)) };
-}
-
-/**
- * The extra token parameters. parseTokenParams quotes the pair it refuses; the
- * value may come from the environment, so such a refusal is said again without
- * it. Its other refusals name only fixed words (a reserved parameter).
- */
-function tokenParamsOf(value: unknown): Array<[string, string]> {
-  try {
-    return parseTokenParams(value);
-  } catch (err) {
-    const text = err instanceof Error ? err.message : '';
-    if (!text.includes('"')) throw err;
-    const what = text.includes('URL-encoding') && !text.includes('key=value pair') ? 'a value is not valid URL-encoding' : 'a part is not a key=value pair';
-    throw new ChargingError('CONFIG', `Token parameters: ${what} (write key=value&key2=value2, URL-encoding special characters in values)`, { field: 'tokenParams' });
-  }
+  return { apiKey, apiKeyHeader, tokenParams: parseTokenParams(resolveEnvReference('Token parameters', settings.tokenParams, env)) };
 }
 
 function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions | undefined {

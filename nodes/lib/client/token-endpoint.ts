@@ -53,6 +53,8 @@ const RESERVED_PARAMS = new Set(['grant_type', 'client_id', 'client_secret', 'sc
  * `resource=...` for Azure AD v1 / ADFS. Throws a CONFIG error for a malformed
  * pair or one that would set grant_type, client_id, client_secret or scope.
  */
+const TOKEN_PARAMS_HINT = '(write key=value&key2=value2, URL-encoding special characters in values)';
+
 export function parseTokenParams(text: unknown): Array<[string, string]> {
   if (text === undefined || text === null) return [];
   if (typeof text !== 'string') throw new ChargingError('CONFIG', 'Token parameters must be text such as audience=https://api.example.com');
@@ -63,13 +65,14 @@ export function parseTokenParams(text: unknown): Array<[string, string]> {
     const eq = pair.indexOf('=');
     const rawKey = eq > 0 ? pair.slice(0, eq) : '';
     if (!/^[A-Za-z0-9_.~-]+$/.test(rawKey) || /\s/.test(pair)) {
-      throw new ChargingError('CONFIG', `Token parameters: "${pair.slice(0, 40)}" is not a key=value pair (write key=value&key2=value2, URL-encoding special characters in values)`);
+      // No part of the text is quoted: it may come from the environment.
+      throw new ChargingError('CONFIG', `Token parameters: a part is not a key=value pair ${TOKEN_PARAMS_HINT}`, { field: 'tokenParams' });
     }
     let value: string;
     try {
       value = decodeURIComponent(pair.slice(eq + 1).replace(/\+/g, ' '));
     } catch {
-      throw new ChargingError('CONFIG', `Token parameters: the value of "${rawKey}" is not valid URL-encoding`);
+      throw new ChargingError('CONFIG', `Token parameters: a value is not valid URL-encoding ${TOKEN_PARAMS_HINT}`, { field: 'tokenParams' });
     }
     if (RESERVED_PARAMS.has(rawKey.toLowerCase())) {
       throw new ChargingError('CONFIG', `Token parameters may not set ${rawKey}: it is set from the client ID, client secret, scope and authentication fields`);
