@@ -6,7 +6,8 @@
  */
 import { ChargingError, closedError } from '../errors';
 import { backoffDelay } from './backoff';
-import { bodyProblemError, describeBody, Operation, statusError, transportError, unreached } from './classify';
+import { bodyProblemError, Operation, statusError, transportError, unreached } from './classify';
+import { describeBody } from './response-body';
 import type { ConcurrencyLimiter, Release } from './concurrency-limiter';
 import type { BudgetPriority, RequestBudget } from './request-budget';
 import type { Exchange, Waits } from './deadlines';

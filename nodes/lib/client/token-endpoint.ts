@@ -6,7 +6,9 @@
 import { ChargingError, closedError } from '../errors';
 import { trimTrailingSlashes } from '../settings';
 import { backoffDelay, parseRetryAfter } from './backoff';
-import { describeBody, safeHost, transportReason, unreached } from './classify';
+import { transportReason, unreached } from './classify';
+import { describeBody } from './response-body';
+import { safeHost } from './safe-host';
 import type { Waits } from './deadlines';
 import type { Redactor } from './redactor';
 import type { TokenResponse } from './token-cache';

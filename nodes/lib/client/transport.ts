@@ -11,6 +11,7 @@ import axios, { AxiosInstance, AxiosProxyConfig, AxiosRequestConfig, AxiosRespon
 import type { Exchange } from './deadlines';
 import { abandonConnect, DirectHttpAgent, DirectHttpsAgent, forwardAgents, proxiedAgents, proxyFailure, Stage, stageOf } from './agents';
 import { proxyChoice, proxySettings, type ProxySettings } from './proxy-env';
+import { safeHost } from './safe-host';
 
 export interface TransportOptions {
   /** sockets per destination */
@@ -99,16 +100,6 @@ interface AxiosLikeError {
 
 type Agents = { httpAgent: http.Agent; httpsAgent: https.Agent };
 
-/** scheme://host:port of a URL, for messages. */
-function safeWhere(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.host}`;
-  } catch {
-    return 'the configured URL';
-  }
-}
-
 export class Transport {
   private readonly agents: Array<http.Agent> = [];
   private readonly byDestination = new Map<string, Destination>();
@@ -161,7 +152,7 @@ export class Transport {
         agents = this.ownAll(make(settings, keepAlive, options.tls ?? {}));
         fresh = this.ownAll(make(settings, oneShot, options.tls ?? {}));
       }
-      this.byDestination.set(url, new Destination(this.instance(agents, forward), this.instance(fresh, forward), safeWhere(url), forward?.where));
+      this.byDestination.set(url, new Destination(this.instance(agents, forward), this.instance(fresh, forward), safeHost(url), forward?.where));
     }
   }
 

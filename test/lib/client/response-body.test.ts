@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { describeBody, readJson, MAX_SERVICE_TEXT } from '../../../nodes/lib/client/classify';
+import { describeBody, readJson, MAX_SERVICE_TEXT } from '../../../nodes/lib/client/response-body';
 import { Redactor } from '../../../nodes/lib/client/redactor';
 import { ChargingError } from '../../../nodes/lib/errors';
 
-describe('classify: reading what the service sends (no HTTP)', () => {
+describe('response-body: reading what the service sends (no HTTP)', () => {
   const redactor = new Redactor();
   redactor.add('s3cret-value');
 

@@ -7,7 +7,7 @@
  */
 import { ChargingError } from '../errors';
 import type { Operation } from './classify';
-import { describeBody, messageFields } from './classify';
+import { describeBody, messageFields } from './response-body';
 import type { Redactor } from './redactor';
 import type { RawResponse } from './transport';
 
