@@ -15,7 +15,7 @@
 import type { NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
 import { ChargingError } from '../lib/errors';
-import type { ConnectionReport } from '../lib/client/service-client';
+import type { ConnectionReport } from '../lib/client/connection-test';
 import { clientOptions, Credentials, ServiceSettings } from './service-options';
 import { checkRedis, RedisAnswer } from './fleet-test';
 import { deployedOf, dialogValues } from './dialog-values';

@@ -4,7 +4,8 @@
  * failures reported through the node's lifecycle like any other error.
  */
 import type { Node, NodeAPI, NodeMessage } from 'node-red';
-import type { ProgressResult, RequestOptions, ServiceClient } from '../lib/client/service-client';
+import type { ProgressResult } from '../lib/client/answers';
+import type { RequestOptions, ServiceClient } from '../lib/client/service-client';
 import type { ProgressRecord } from '../lib/session/record';
 import { POLL_SHARE } from '../lib/client/request-budget';
 import { ChargingError } from '../lib/errors';

@@ -4,7 +4,9 @@
  * (settings.js functionExternalModules) or for other tools. No Node-RED inside.
  */
 export { ServiceClient, sessionsEndpoint } from './client/service-client';
-export type { ServiceClientOptions, ActionResult, ProgressResult, ConnectionReport, RequestOptions } from './client/service-client';
+export type { ServiceClientOptions, RequestOptions } from './client/service-client';
+export type { ActionResult, ProgressResult } from './client/answers';
+export type { ConnectionReport } from './client/connection-test';
 export type { RetryPolicy } from './client/request';
 export { tokenEndpoint, basicCredentials, AUTH_METHODS } from './client/token-endpoint';
 export type { AuthMethod } from './client/token-endpoint';

@@ -4,24 +4,21 @@
  * request pipeline (transport, deadlines, token endpoint and cache, limiter,
  * retry loop, classification). Knows HTTP and tokens; knows nothing of Node-RED.
  */
-import crypto from 'node:crypto';
 import type https from 'node:https';
 import { ChargingError } from '../errors';
 import { trimTrailingSlashes } from '../settings';
 import type { ChargingCommand } from '../session/commands';
-import type { ProgressRecord } from '../session/record';
-import { bodyProblemText, transportReason } from './classify';
-import { describeBody, readJson } from './response-body';
+import { type ActionResult, commandAnswer, type ProgressResult, PROGRESS_QUERY, progressAnswer, readCommandResult, readProgress, type AnswerContext } from './answers';
+import { type ConnectionReport, testConnection } from './connection-test';
 import { safeHost } from './safe-host';
-import { gatewayRefusal, looksLikeNoSession, notFoundError } from './gateway';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { Waits } from './deadlines';
 import { Redactor } from './redactor';
 import { DEFAULT_RETRY, type Request, RequestRunner, RetryPolicy } from './request';
 import type { FleetHooks, TokenIdentity } from './fleet-hooks';
 import { TokenCache, TokenCacheOptions } from './token-cache';
-import { AUTH_METHODS, AuthMethod, basicCredentials, isInvalidClient, TokenEndpoint, tokenEndpoint } from './token-endpoint';
-import { Destination, RawResponse, Transport, TransportError } from './transport';
+import { AUTH_METHODS, AuthMethod, basicCredentials, TokenEndpoint, tokenEndpoint } from './token-endpoint';
+import { Destination, Transport } from './transport';
 import { BudgetPriority, RequestBudget } from './request-budget';
 
 export interface ServiceClientOptions {
@@ -72,32 +69,6 @@ export interface RequestOptions {
 /** A command's options: its fence too (Request.mayProceed), asked right before each attempt goes on the wire. */
 export type SendOptions = RequestOptions & Pick<Request, 'mayProceed'>;
 
-export interface ActionResult {
-  statusCode: number;
-  /** the 2xx body: parsed JSON, text, or null when empty or unreadable (spec §4.1: not shown) */
-  body: unknown;
-  /** set when the body of an accepted command could not be read: what happened to it */
-  bodyNote?: string;
-}
-
-export interface ProgressResult {
-  statusCode: number;
-  /** the record as the service returned it, or null when there is no session */
-  record: ProgressRecord | null;
-}
-
-export interface ConnectionReport {
-  ok: boolean;
-  /** one line for the person testing: what worked, or what to fix */
-  message: string;
-  /** the token's lifetime in seconds, when one was issued */
-  expiresIn?: number;
-  /** false when the service was not probed (the message says why) */
-  probed?: boolean;
-  /** another client authentication that the token endpoint accepts where the configured one was refused */
-  suggestedAuthMethod?: AuthMethod;
-}
-
 export const DEFAULT_MAX_IN_FLIGHT = 32;
 export const DEFAULT_API_KEY_HEADER = 'x-api-key';
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -105,7 +76,6 @@ export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 /** How long a closing node or configuration lets a request on the wire finish: well inside Node-RED's 15 s. */
 export const CLOSE_GRACE_MS = 5_000;
 export const SESSIONS_PATH = '/poi/v1/charging-sessions';
-const PROGRESS_QUERY = 'progress query';
 
 export function sessionsEndpoint(baseUrl: string): string {
   return trimTrailingSlashes(baseUrl.trim()) + SESSIONS_PATH;
@@ -128,6 +98,7 @@ export class ServiceClient {
   private readonly budget: RequestBudget;
   private readonly timeoutMs: number;
   private readonly maxBodyBytes: number;
+  private readonly answers: AnswerContext;
   private readonly policy: RetryPolicy;
   private readonly recentTokens: string[] = [];
   private readonly extraHeaders: Record<string, string> | undefined;
@@ -152,6 +123,7 @@ export class ServiceClient {
       options.onWarning,
     );
     this.service = this.transport.to(this.sessionsUrl);
+    this.answers = { redactor: this.redactor, where: safeHost(this.sessionsUrl), timeoutMs: this.timeoutMs, maxBodyBytes: this.maxBodyBytes };
     this.limiter = new ConcurrencyLimiter(maxInFlight);
     this.budget = new RequestBudget(options.maxRequestsPerSec ?? 0, options.now);
     this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
@@ -183,7 +155,7 @@ export class ServiceClient {
       policy: this.policy,
       timeoutMs: this.timeoutMs,
       maxBodyBytes: this.maxBodyBytes,
-      where: safeHost(this.sessionsUrl),
+      where: this.answers.where,
       extraHeaders: this.extraHeaders,
       isClosed: () => this.closed,
     });
@@ -198,23 +170,7 @@ export class ServiceClient {
       return Promise.reject(err as Error);
     }
     // A promise step, not an async function: a watch node polls through here, and each async frame is paid on every poll.
-    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority }).then((res) => this.progressOf(res));
-  }
-
-  private progressOf(res: RawResponse): ProgressResult {
-    if (res.status === 404) {
-      const notService = notFoundError(res, { method: 'GET', what: 'Progress query' }, safeHost(this.sessionsUrl), this.redactor);
-      if (notService) throw notService;
-    }
-    if (res.status === 404 || res.status === 204) return { statusCode: res.status, record: null };
-    const body = readJson(res.text ?? '', this.redactor, PROGRESS_QUERY, res.status);
-    if (body === null) return { statusCode: res.status, record: null };
-    if (typeof body !== 'object' || Array.isArray(body)) {
-      throw new ChargingError('BAD_RESPONSE', `Progress query: the service answered ${res.status} with a body that is not a progress record (${Array.isArray(body) ? 'an array' : typeof body})`, {
-        statusCode: res.status,
-      });
-    }
-    return { statusCode: res.status, record: body as ProgressRecord };
+    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority }).then((res) => readProgress(res, this.answers));
   }
 
   /**
@@ -232,64 +188,33 @@ export class ServiceClient {
       what: cmd.action,
       url: this.sessionsUrl,
       data: JSON.stringify(cmd),
-      accept: success,
+      accept: commandAnswer,
       signal: opts.signal,
       mayProceed: opts.mayProceed,
     });
-    if (res.text === null) {
-      return { statusCode: res.status, body: null, bodyNote: `The service accepted ${cmd.action} (${res.status}), but ${bodyProblemText(res, this.timeoutMs, this.maxBodyBytes)}: the command reached the station.` };
-    }
-    let body: unknown;
-    try {
-      body = readJson(res.text, this.redactor, cmd.action, res.status);
-    } catch (err) {
-      // Spec §4.1: the 202 body is not shown. Text that is not JSON (or JSON too deep) is passed on as a note, not as data.
-      return { statusCode: res.status, body: null, bodyNote: `The service accepted ${cmd.action} (${res.status}); ${(err as Error).message.replace(/^[^:]*: /, '')}.` };
-    }
-    return { statusCode: res.status, body };
+    return readCommandResult(res, cmd.action, this.answers);
   }
 
-  /**
-   * The config dialog's "Test connection": a token with the values being edited
-   * (and, if the configured client authentication is refused, which other one
-   * the server accepts), then one progress query for a token that cannot exist,
-   * to show that the base URL reaches the service and that it accepts the token.
-   */
-  async testConnection(opts: { skipProbe?: string } = {}): Promise<ConnectionReport> {
+  /** The config dialog's "Test connection" (connection-test.ts): skipProbe says why the service is not probed. */
+  testConnection(opts: { skipProbe?: string } = {}): Promise<ConnectionReport> {
     const configured = this.options.authMethod ?? 'basic';
-    let expiresIn: number | undefined;
-    let accessToken: string;
-    try {
-      ({ accessToken, expiresIn } = await this.tokenEndpoint.request());
-    } catch (err) {
-      if (!isInvalidClient(err)) throw err;
-      for (const other of AUTH_METHODS.filter((m) => m !== configured)) {
-        try {
-          const issued = await this.endpoint(other).request();
-          return {
-            ok: false,
-            suggestedAuthMethod: other,
-            expiresIn: issued.expiresIn,
-            message: `The token endpoint refused the credentials sent as "${configured}" but accepts "${other}": switch Authentication to "${other}"?`,
-          };
-        } catch {
-          // try the next one
-        }
-      }
-      throw err;
-    }
-    const validity = `token received (valid ${expiresIn !== undefined ? `${expiresIn} s` : '30 min, assumed'})`;
-    // The caller may not send this token to the base URL (see test-connection.ts): say so rather than probe.
-    if (opts.skipProbe) return { ok: true, probed: false, expiresIn, message: `Token endpoint OK: ${validity}. The service was not probed: ${opts.skipProbe}` };
-    const probe = await this.probeService(accessToken);
-    return { ok: probe.ok, expiresIn, message: probe.ok ? `Connected: ${validity}; ${probe.message}` : `${validity[0].toUpperCase()}${validity.slice(1)}, but ${probe.message}` };
+    return testConnection(
+      {
+        tokenEndpoint: (method) => (method === configured ? this.tokenEndpoint : this.endpoint(method)),
+        authMethod: configured,
+        service: this.service,
+        sessionsUrl: this.sessionsUrl,
+        sessionsPath: SESSIONS_PATH,
+        where: this.answers.where,
+        extraHeaders: this.extraHeaders,
+        waits: this.waits,
+        redactor: this.redactor,
+        timeoutMs: this.timeoutMs,
+      },
+      opts,
+    );
   }
 
-  /**
-   * Stop accepting work. Waiting work is refused at once; requests on the wire get
-   * up to graceMs (a START or STOP half-sent is better finished than cut), then
-   * are cut and the sockets freed.
-   */
   /** Max requests per second (0: none), and the rate in use now (lower after a 429). */
   get requestRate(): { limit: number; current: number } {
     return { limit: this.budget.enabled ? this.budget.limit : 0, current: this.budget.currentRate };
@@ -305,6 +230,11 @@ export class ServiceClient {
     return this.budget.pollStretch();
   }
 
+  /**
+   * Stop accepting work. Waiting work is refused at once; requests on the wire get
+   * up to graceMs (a START or STOP half-sent is better finished than cut), then
+   * are cut and the sockets freed.
+   */
   async close(graceMs = 0): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -347,33 +277,6 @@ export class ServiceClient {
     );
   }
 
-  private async probeService(accessToken: string): Promise<{ ok: boolean; message: string }> {
-    const probe = `connection-test-${crypto.randomBytes(6).toString('hex')}`;
-    const where = safeHost(this.sessionsUrl);
-    const ex = this.waits.exchange(this.timeoutMs);
-    let res: RawResponse;
-    try {
-      res = await this.service.send({ method: 'GET', url: `${this.sessionsUrl}?token=${probe}`, headers: { ...this.extraHeaders, Authorization: `Bearer ${accessToken}`, Accept: 'application/json' } }, ex);
-    } catch (err) {
-      if (!(err instanceof TransportError)) throw err;
-      return { ok: false, message: `the service at ${where} could not be reached: ${transportReason(err, this.timeoutMs)}. Check the base URL.` };
-    } finally {
-      this.waits.finished(ex);
-    }
-    const text = describeBody(res.text, this.redactor);
-    const said = text ? ` (${text})` : '';
-    const gateway = gatewayRefusal(res, !!this.extraHeaders);
-    if (gateway) return { ok: false, message: `${gateway} at ${where} refused the request (${res.status}${said}): ${this.extraHeaders ? 'check the API key and its header name' : 'it may want an API key (set API key and its header)'}; the token was not looked at` };
-    if (res.status === 401 || res.status === 403) {
-      return { ok: false, message: `the service at ${where} refused it (${res.status}${said}). Check the scopes, and that the token URL belongs to this service.` };
-    }
-    if (res.status === 404 && !looksLikeNoSession(res.text ?? '', probe)) {
-      return { ok: false, message: `${where} has no ${SESSIONS_PATH} (404${said}). Check the base URL.` };
-    }
-    if (res.status >= 500) return { ok: true, message: `the service answers, but reported a problem (${res.status}${said})` };
-    return { ok: true, message: `the service at ${where} answers (progress query: ${res.status})` };
-  }
-
   private remember(token: string): void {
     // A token told again (by the token endpoint and the fleet both, or read from Redis after each 401) is the
     // newest, not one more: kept once, or the token in use would be pushed out of the redactor by copies of itself.
@@ -384,10 +287,6 @@ export class ServiceClient {
     while (this.recentTokens.length > RECENT_TOKENS) this.redactor.remove(this.recentTokens.shift() as string);
   }
 }
-
-/** Statuses a progress query hands back rather than throws: any 2xx, and 404 (no session, or no such path: see notFoundError). */
-const progressAnswer = (s: number): boolean => (s >= 200 && s < 300) || s === 404;
-const success = (s: number): boolean => s >= 200 && s < 300;
 
 function unpaired(field: string): ChargingError {
   return new ChargingError('INVALID_INPUT', `${field} contains an unpaired UTF-16 surrogate, which cannot be sent`, { field });
