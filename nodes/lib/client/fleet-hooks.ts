@@ -3,7 +3,7 @@
  * so that the client loads no Redis code: nodes/lib/fleet/fleet.ts implements
  * them when the configuration coordinates replicas.
  */
-import type { SharedBudgetGate } from './request';
+import type { SharedBudgetGate } from './admission';
 import type { TokenResponse } from './token-cache';
 
 /** The fleet's side of the client's token and budget. */

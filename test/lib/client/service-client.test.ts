@@ -215,4 +215,11 @@ describe('ServiceClient against the simulator (HTTP on 127.0.0.1, no Node-RED)',
     assert.equal(sim.counters.progressQueries, 12);
     assert.equal(sim.counters.peakConcurrent, 3, 'never more than 3 at the service, and all 3 used');
   });
+
+  it('a fenced command gives its connection back: with Max in flight 1, three fenced STARTs in a row all go, and a query after them', async () => {
+    await client.close();
+    client = clientFor(sim, { maxInFlight: 1, retry: { maxTotalMs: 1_000 } });
+    for (let i = 0; i < 3; i++) assert.equal((await client.sendCommand({ ...start, evseId: `${i + 1}`, token: `RFID-F${i}` }, { mayProceed: () => true })).statusCode, 202);
+    assert.equal((await client.getProgress('RFID-1')).statusCode, 404);
+  });
 });

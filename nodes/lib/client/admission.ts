@@ -1,0 +1,230 @@
+/**
+ * What an attempt takes before it goes on the wire: a connection slot, its
+ * place in the request budget (the local one, then the fleet's), the access
+ * token, and its fence's word. Taken in that order because the budget counts
+ * what goes on the wire: a place taken while waiting for a slot was spent
+ * when the slot came, and messages queued behind stalled ones went out back
+ * to back, over the limit. And the token is taken last, when the request is
+ * sent: one peeked before a long wait could expire in the queue. Every wait is
+ * bounded by the message's budget and its caller's abort.
+ */
+import { ChargingError, closedError } from '../errors';
+import type { ConcurrencyLimiter, Release } from './concurrency-limiter';
+import type { Waits } from './deadlines';
+import type { BudgetPriority, RequestBudget } from './request-budget';
+import type { AccessToken, TokenCache } from './token-cache';
+
+/** What admission needs to know of a request. */
+export interface Admittable {
+  /** words for messages: "START", "STOP", "progress query" */
+  what: string;
+  /** the caller's abort (a node's close): cancels waiting */
+  signal?: AbortSignal;
+  /** place in the request budget: commands and queries before watch polls (default command) */
+  priority?: BudgetPriority;
+  /**
+   * Asked right before each attempt goes on the wire (slot, budget and token
+   * taken): false, or no answer within FENCE_MAX_MS, and the attempt is not
+   * sent. A replica that lost its lease on a target sends nothing for it.
+   */
+  mayProceed?: () => boolean | Promise<boolean>;
+}
+
+export interface AdmissionContext {
+  tokens: TokenCache;
+  limiter: ConcurrencyLimiter;
+  /** Max requests per second; absent: no limit */
+  budget?: RequestBudget;
+  /** Coordinate replicas: the fleet's budget, taken after the local one (absent: this replica alone) */
+  shared?: SharedBudgetGate;
+  waits: Waits;
+  /** the message's budget, for messages: max(maxTotalMs, timeoutMs) */
+  messageBudgetMs: number;
+  isClosed: () => boolean;
+}
+
+/**
+ * The fleet's request budget as the client sees it (nodes/lib/fleet/budget.ts
+ * implements it; the client loads no Redis code of its own). take() never throws.
+ */
+export interface SharedBudgetGate {
+  take(maxWaitMs: number, rate: number): Promise<{ kind: 'go'; delayMs: number } | { kind: 'wait'; waitMs: number } | { kind: 'unavailable' }>;
+  /** requests per second this replica may use alone while Redis is away */
+  fallbackRate(): number;
+}
+
+/** An attempt cleared to go: its slot (released when the exchange ends) and the token it carries. */
+export interface Admitted {
+  slot: Release;
+  token: AccessToken;
+}
+
+/** What an attempt holds so far when it has to wait for the rest. */
+export interface Held {
+  slot: Release | null;
+  /** its place in the budget is taken (the local one; the fleet's is always waited for) */
+  placeTaken: boolean;
+}
+
+/** Longest wait for mayProceed: a fence that cannot answer in time says no (the lease it guards may be gone). */
+export const FENCE_MAX_MS = 1_000;
+
+/** Longest wait reserved in the fleet's budget at once: a reservation given up is lost to the fleet, so none is made far ahead. */
+const SHARED_MAX_WAIT_MS = 2_000;
+
+const cancelledByNode = () => closedError('node');
+
+export class Admission {
+  constructor(private readonly ctx: AdmissionContext) {}
+
+  /** Why no attempt may start now (the configuration or the node closed), or null. */
+  stopped(req: Admittable): ChargingError | null {
+    if (this.ctx.isClosed()) return closedError('configuration');
+    if (req.signal?.aborted) return closedError('node');
+    return null;
+  }
+
+  /**
+   * Everything taken at once, without a promise (the common case: a free
+   * slot, the budget's place and a cached token), or what was taken so far.
+   */
+  tryAdmit(req: Admittable): Admitted | Held {
+    const slot = this.ctx.limiter.tryAcquire();
+    // A fenced request asks its fence before it goes: never synchronous.
+    if (!slot || req.mayProceed) return { slot, placeTaken: false };
+    // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
+    // stale pooled socket, inside the exchange, does not: the first never reached the server).
+    const budget = this.ctx.budget;
+    // The fleet's budget is asked in Redis: never synchronous.
+    if (budget && (this.ctx.shared || !budget.tryTake(req.priority ?? 'command'))) return { slot, placeTaken: false };
+    const token = this.ctx.tokens.peek();
+    if (!token) return { slot, placeTaken: true };
+    return { slot, token };
+  }
+
+  /** The rest of an admission that tryAdmit could not finish; the slot is given back if it fails. */
+  async admit(req: Admittable, budgetEnd: number, held: Held): Promise<Admitted> {
+    let slot = held.slot;
+    try {
+      slot ??= this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
+      const budget = this.ctx.budget;
+      if (budget && !held.placeTaken) {
+        // No token yet (the first request, or after a 401): fetch it before taking a place, so that the place is not spent waiting.
+        if (!this.ctx.tokens.peek()) await this.waitForToken(req, budgetEnd);
+        if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+        if (this.ctx.shared) await this.waitForShared(req, this.ctx.shared, budget, budgetEnd);
+      }
+      // Taken now, as the request goes out: a token that expired while the request queued is not sent.
+      const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
+      // Waiting may have spanned a close: a slot granted just before it must not send after it.
+      const stopped = this.stopped(req);
+      if (stopped) throw stopped;
+      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd);
+      const admitted = { slot, token };
+      slot = null;
+      return admitted;
+    } finally {
+      slot?.();
+    }
+  }
+
+  /** The token flight, bounded by the message's budget and its caller's abort. */
+  private waitForToken(req: Admittable, budgetEnd: number): Promise<AccessToken> {
+    const wait = this.ctx.waits.begin<AccessToken>(
+      budgetEnd,
+      () => new ChargingError('TIMEOUT', `${req.what}: no access token within the time allowed for the message (${this.budgetSeconds()} s); nothing was sent`, { retryable: false }),
+      cancelledByNode,
+      req.signal,
+    );
+    this.ctx.tokens.get().then(
+      (t) => wait.resolve(t),
+      (e: Error) => wait.reject(e),
+    );
+    return wait.promise;
+  }
+
+  /** A place in the queue for a slot, bounded by the message's budget and its caller's abort. */
+  private waitForSlot(req: Admittable, budgetEnd: number): Promise<Release> {
+    const wait = this.ctx.waits.begin<Release>(
+      budgetEnd,
+      () => new ChargingError('TIMEOUT', `${req.what}: no free connection within the time allowed for the message (${this.budgetSeconds()} s; Max in flight is reached); nothing was sent`),
+      cancelledByNode,
+      req.signal,
+      () => this.ctx.limiter.forget(wait),
+    );
+    if (!wait.settled) this.ctx.limiter.enqueue(wait, req.priority ?? 'command');
+    return wait.promise;
+  }
+
+  /** A place in the request budget's queue, bounded by the message's budget and its caller's abort. */
+  private waitForBudget(req: Admittable, budget: RequestBudget, budgetEnd: number): Promise<void> {
+    const wait = this.ctx.waits.begin<void>(
+      budgetEnd,
+      () => this.budgetTimeout(req),
+      cancelledByNode,
+      req.signal,
+      () => budget.forget(wait),
+    );
+    if (!wait.settled) budget.enqueue(wait, req.priority ?? 'command');
+    return wait.promise;
+  }
+
+  /**
+   * A start in the fleet's budget after the local one (docs/fleet.md,
+   * "Budget"): reserved in Redis, then waited for here. Redis away: this
+   * replica keeps to its share of the limit until Redis answers again.
+   */
+  private async waitForShared(req: Admittable, shared: SharedBudgetGate, budget: RequestBudget, budgetEnd: number): Promise<void> {
+    const { waits } = this.ctx;
+    for (;;) {
+      const left = budgetEnd - waits.now();
+      if (left <= 0) throw this.budgetTimeout(req);
+      const taken = await shared.take(Math.min(left, SHARED_MAX_WAIT_MS), budget.currentRate);
+      const stopped = this.stopped(req);
+      if (stopped) throw stopped;
+      if (taken.kind === 'unavailable') {
+        // Redis just went away: the local place was taken at the fleet's whole rate; take one more at this
+        // replica's share, or every replica sends one extra in the outage's first second (3 replicas at 5/s: 9).
+        if (budget.setCeiling(shared.fallbackRate()) && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+        return;
+      }
+      budget.setCeiling(null);
+      const pause = taken.kind === 'go' ? taken.delayMs : taken.waitMs;
+      if (taken.kind === 'wait' && pause >= budgetEnd - waits.now()) throw this.budgetTimeout(req);
+      if (pause > 0) await waits.sleep(pause, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
+      if (taken.kind === 'go') return;
+    }
+  }
+
+  /** The fence's word, bounded: no answer in time, a failure, or a no, and nothing is sent. */
+  private async passFence(req: Admittable, fence: NonNullable<Admittable['mayProceed']>, budgetEnd: number): Promise<void> {
+    const { waits } = this.ctx;
+    // NETWORK as for a connection never made: surely not sent, and not tried again (the lease will not come back by itself).
+    const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: ${why}; nothing was sent`, { retryable: false });
+    let answer: boolean | Promise<boolean>;
+    try {
+      answer = fence();
+    } catch (err) {
+      throw refused(`checking that this replica may still send failed (${(err as Error)?.message ?? String(err)})`);
+    }
+    if (answer instanceof Promise) {
+      const wait = waits.begin<boolean>(Math.min(budgetEnd, waits.now() + FENCE_MAX_MS), () => refused(`whether this replica may still send could not be checked within ${FENCE_MAX_MS} ms`), cancelledByNode, req.signal);
+      answer.then(
+        (ok) => wait.resolve(ok),
+        (err: Error) => wait.reject(refused(`checking that this replica may still send failed (${err?.message ?? String(err)})`)),
+      );
+      answer = await wait.promise;
+    }
+    if (answer !== true) throw refused('this replica no longer holds the target (another replica sends its commands now)');
+    const stopped = this.stopped(req);
+    if (stopped) throw stopped;
+  }
+
+  private budgetTimeout(req: Admittable): ChargingError {
+    return new ChargingError('TIMEOUT', `${req.what}: not sent within the time allowed for the message (${this.budgetSeconds()} s): Max requests per second is reached; nothing was sent`);
+  }
+
+  private budgetSeconds(): number {
+    return Math.round(this.ctx.messageBudgetMs / 1000);
+  }
+}
