@@ -173,13 +173,27 @@ export class Admission {
    * A start in the fleet's budget after the local one (docs/fleet.md,
    * "Budget"): reserved in Redis, then waited for here. Redis away: this
    * replica keeps to its share of the limit until Redis answers again.
+   *
+   * What is spaced is the send, not only the reservation: if the process stood
+   * still (a GC pause, SIGSTOP, a blocked event loop) past a reserved start,
+   * every request whose start passed meanwhile would go out at once when it
+   * wakes. A start more than one spacing behind when its waiter runs is stale:
+   * a new one is taken instead (its time long gone, giving it up costs the
+   * fleet nothing). Sends at most one spacing late keep any 1 s window at
+   * rate + 1. An answer slower than a spacing may have waited in this process's
+   * socket while it stood still, so its start may be older than it says: taken
+   * again once; a second slow answer is Redis being slow, judged from when it came.
    */
   private async waitForShared(req: Admittable, shared: SharedBudgetGate, budget: RequestBudget, budgetEnd: number): Promise<void> {
     const { waits } = this.ctx;
+    let slowAnswerRetaken = false;
     for (;;) {
       const left = budgetEnd - waits.now();
       if (left <= 0) throw this.budgetTimeout(req);
-      const taken = await shared.take(Math.min(left, SHARED_MAX_WAIT_MS), budget.currentRate);
+      const rate = budget.currentRate;
+      const askedAt = waits.now();
+      const taken = await shared.take(Math.min(left, SHARED_MAX_WAIT_MS), rate);
+      const answeredAt = waits.now();
       const stopped = this.stopped(req);
       if (stopped) throw stopped;
       if (taken.kind === 'unavailable') {
@@ -191,8 +205,13 @@ export class Admission {
       budget.setCeiling(null);
       const pause = taken.kind === 'go' ? taken.delayMs : taken.waitMs;
       if (taken.kind === 'wait' && pause >= budgetEnd - waits.now()) throw this.budgetTimeout(req);
+      const spacing = 1000 / rate;
+      if (taken.kind === 'go' && answeredAt - askedAt > spacing && !slowAnswerRetaken) {
+        slowAnswerRetaken = true;
+        continue;
+      }
       if (pause > 0) await waits.sleep(pause, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
-      if (taken.kind === 'go') return;
+      if (taken.kind === 'go' && waits.now() - (answeredAt + pause) <= spacing) return;
     }
   }
 
