@@ -102,6 +102,8 @@ export class ServiceClient {
   private readonly policy: RetryPolicy;
   private readonly recentTokens: string[] = [];
   private readonly extraHeaders: Record<string, string> | undefined;
+  /** the configured client authentication at the token endpoint (default basic, the spec's rule) */
+  private readonly authMethod: AuthMethod;
   private closed = false;
 
   constructor(private readonly options: ServiceClientOptions) {
@@ -110,6 +112,7 @@ export class ServiceClient {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.policy = { ...DEFAULT_RETRY, ...(options.retry ?? {}) };
+    this.authMethod = options.authMethod ?? 'basic';
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
 
     this.redactor.add(options.clientSecret);
@@ -126,7 +129,7 @@ export class ServiceClient {
     this.answers = { redactor: this.redactor, where: safeHost(this.sessionsUrl), timeoutMs: this.timeoutMs, maxBodyBytes: this.maxBodyBytes };
     this.limiter = new ConcurrencyLimiter(maxInFlight);
     this.budget = new RequestBudget(options.maxRequestsPerSec ?? 0, options.now);
-    this.tokenEndpoint = this.endpoint(options.authMethod ?? 'basic');
+    this.tokenEndpoint = this.endpoint(this.authMethod);
     const fleet = options.fleet;
     const fetchToken = () => this.tokenEndpoint.requestWithRetry();
     // A token read from Redis was never seen by this replica's token endpoint: the redactor learns it here.
@@ -197,7 +200,7 @@ export class ServiceClient {
 
   /** The config dialog's "Test connection" (connection-test.ts): skipProbe says why the service is not probed. */
   testConnection(opts: { skipProbe?: string } = {}): Promise<ConnectionReport> {
-    const configured = this.options.authMethod ?? 'basic';
+    const configured = this.authMethod;
     return testConnection(
       {
         tokenEndpoint: (method) => (method === configured ? this.tokenEndpoint : this.endpoint(method)),

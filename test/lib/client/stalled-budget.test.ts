@@ -6,6 +6,8 @@
  * replicas sharing the fleet's budget in real Redis.
  */
 import assert from 'node:assert/strict';
+import type { SharedBudgetGate } from '../../../nodes/lib/client/admission';
+import type { FleetHooks } from '../../../nodes/lib/client/fleet-hooks';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { busiestSecond, clientFor, startSimulator, until } from '../../harness';
@@ -64,5 +66,20 @@ describe('Max requests per second after the process stood still (simulator over 
     await stallWhileQueued(sim, clients, 14);
     const most = busiestSecond(sim);
     assert.ok(most <= LIMIT + 1, `busiest second at the service held ${most} requests`);
+  });
+
+  it('an answer from the fleet budget slower than a spacing is taken again once, not sent on; a budget always that slow still lets every query through', async () => {
+    sim = await startSimulator();
+    let takes = 0;
+    // Every answer 300 ms after the question, at 5/s (200 ms apart): its start may have passed while it travelled.
+    const slowGate: SharedBudgetGate = {
+      take: () => new Promise((resolve) => setTimeout(() => resolve((takes++, { kind: 'go', delayMs: 0 })), 300)),
+      fallbackRate: () => LIMIT,
+    };
+    const fleet: FleetHooks = { fetchToken: (fetchLocal) => fetchLocal(), invalidateToken: () => undefined, budget: () => slowGate };
+    clients.push(clientFor(sim, { maxRequestsPerSec: LIMIT, timeoutMs: 5_000, fleet }));
+    for (let i = 0; i < 3; i++) await clients[0].getProgress(`SLOW-${i}`);
+    assert.equal(arrivals(sim), 3, 'every query answered');
+    assert.equal(takes, 6, 'two takes per query: the slow answer taken again once, the second slow one used');
   });
 });
