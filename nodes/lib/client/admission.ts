@@ -72,6 +72,15 @@ export const FENCE_MAX_MS = 1_000;
 /** Longest wait reserved in the fleet's budget at once: a reservation given up is lost to the fleet, so none is made far ahead. */
 const SHARED_MAX_WAIT_MS = 2_000;
 
+/**
+ * How late a send may be on its reserved start: one spacing, which keeps any
+ * 1 s window at rate + 1, but never under 10 ms. Timers and a busy event loop
+ * are that late anyway, and at 10 000/s (0.1 ms apart) one spacing would call
+ * nearly every answer slow and double the Redis round trips; above 100/s a
+ * window may then hold 1 % more.
+ */
+const STALE_AFTER_MIN_MS = 10;
+
 const cancelledByNode = () => closedError('node');
 
 export class Admission {
@@ -177,12 +186,12 @@ export class Admission {
    * What is spaced is the send, not only the reservation: if the process stood
    * still (a GC pause, SIGSTOP, a blocked event loop) past a reserved start,
    * every request whose start passed meanwhile would go out at once when it
-   * wakes. A start more than one spacing behind when its waiter runs is stale:
-   * a new one is taken instead (its time long gone, giving it up costs the
-   * fleet nothing). Sends at most one spacing late keep any 1 s window at
-   * rate + 1. An answer slower than a spacing may have waited in this process's
-   * socket while it stood still, so its start may be older than it says: taken
-   * again once; a second slow answer is Redis being slow, judged from when it came.
+   * wakes. A start more than one spacing (STALE_AFTER_MIN_MS at least) behind
+   * when its waiter runs is stale: a new one is taken instead (its time long
+   * gone, giving it up costs the fleet nothing). An answer from Redis slower
+   * than that may have waited in this process's socket while it stood still,
+   * so its start may be older than it says: taken again once; a second slow
+   * answer is Redis being slow, judged from when it came.
    */
   private async waitForShared(req: Admittable, shared: SharedBudgetGate, budget: RequestBudget, budgetEnd: number): Promise<void> {
     const { waits } = this.ctx;
@@ -205,13 +214,13 @@ export class Admission {
       budget.setCeiling(null);
       const pause = taken.kind === 'go' ? taken.delayMs : taken.waitMs;
       if (taken.kind === 'wait' && pause >= budgetEnd - waits.now()) throw this.budgetTimeout(req);
-      const spacing = 1000 / rate;
-      if (taken.kind === 'go' && answeredAt - askedAt > spacing && !slowAnswerRetaken) {
+      const staleAfter = Math.max(1000 / rate, STALE_AFTER_MIN_MS);
+      if (taken.kind === 'go' && answeredAt - askedAt > staleAfter && !slowAnswerRetaken) {
         slowAnswerRetaken = true;
         continue;
       }
       if (pause > 0) await waits.sleep(pause, () => (this.ctx.isClosed() ? closedError('configuration') : closedError('node')), req.signal);
-      if (taken.kind === 'go' && waits.now() - (answeredAt + pause) <= spacing) return;
+      if (taken.kind === 'go' && waits.now() - (answeredAt + pause) <= staleAfter) return;
     }
   }
 
