@@ -6,7 +6,7 @@
  *
  * Starts are spaced evenly, 1/rate apart, so any 1 s window holds at most
  * rate + 1 of them. The place is taken as the request goes on the wire (after
- * its connection slot: see request.ts), so what stalled before cannot bunch up.
+ * its connection slot: see admission.ts), so what stalled before cannot bunch up.
  * Commands and queries go before watch polls. A 429 halves the rate used, once
  * per throttling episode; good answers climb it back to the limit, a tenth of
  * it at a time. With no limit set the client holds no budget at all.
