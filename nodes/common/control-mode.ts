@@ -19,7 +19,7 @@ import { LocalCoordination } from '../lib/coordination/local';
 import type { ChargingError } from '../lib/errors';
 import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
-import { ContextControlStore } from './control-store';
+import { ContextControlStore } from './context-control-store';
 import type { NodeLifecycle } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';

@@ -27,8 +27,6 @@ export interface WatchConfig {
   contextStore?: string;
 }
 
-export { watchedKey } from './watch-store';
-
 export class WatchMode {
   private constructor(
     private readonly node: Node,
