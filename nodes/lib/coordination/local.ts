@@ -11,7 +11,7 @@ import type { ControlTarget } from '../control/view';
 import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
-import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, WatchShare } from './coordination';
+import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
 
 const sendNow: CommandShare = {
   async run<T>(_command: ChargingCommand, send: () => Promise<T>): Promise<CommandRun<T>> {
@@ -26,11 +26,11 @@ export class LocalCoordination implements Coordination {
     return undefined;
   }
 
-  watch(): WatchShare {
+  watch(_scope: string, _options: WatchShareOptions): WatchShare {
     return new LocalWatchShare();
   }
 
-  control(_scope: string, _voice: unknown, local: LocalControlStore): ControlShare {
+  control(_scope: string, _voice: ShareVoice, local: LocalControlStore): ControlShare {
     return new LocalControlShare(local);
   }
 }
