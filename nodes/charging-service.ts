@@ -4,8 +4,9 @@ import { ChargingError } from './lib/errors';
 import type { DeriveOptions, MeterUnit, TimestampZone } from './lib/session/record';
 import type { ChargingServiceNode } from './common/service-node';
 import { clientOptions, Credentials, fleetSettings, ServiceSettings } from './common/service-options';
-import { openFleet } from './common/fleet-link';
-import type { Fleet } from './lib/fleet/fleet';
+import { openCoordination } from './common/coordination-registry';
+import type { Coordination } from './lib/coordination/coordination';
+import { LocalCoordination } from './lib/coordination/local';
 import { registerTestRoute } from './common/test-connection';
 import { useRuntimeLanguage } from './common/status';
 
@@ -43,21 +44,21 @@ export = function register(RED: NodeAPI): void {
     Object.defineProperty(node, 'deriveOptions', { value: deriveOptions, enumerable: false });
 
     let client: ServiceClient | null = null;
-    let fleet: Fleet | null = null;
+    let coordination: Coordination = new LocalCoordination();
     let releaseFleet: () => Promise<void> = () => Promise.resolve();
     let configError: ChargingError | null = null;
     try {
       const { options, warnings } = clientOptions(RED, config, node.credentials ?? {});
       for (const w of warnings) node.warn(w);
-      const coordination = fleetSettings(RED, config, node.credentials ?? {}, options);
-      if (coordination?.warning) node.warn(coordination.warning);
-      const opened = coordination ? openFleet(node, coordination) : null;
-      fleet = opened?.fleet ?? null;
-      if (opened) releaseFleet = opened.release;
-      client = new ServiceClient({ ...options, fleet: fleet?.clientHooks(), onWarning: (text) => node.warn(text) });
+      const fleet = fleetSettings(RED, config, node.credentials ?? {}, options);
+      if (fleet?.warning) node.warn(fleet.warning);
+      const opened = openCoordination(node, fleet);
+      coordination = opened.coordination;
+      releaseFleet = opened.release;
+      client = new ServiceClient({ ...options, fleet: coordination.clientHooks(), onWarning: (text) => node.warn(text) });
     } catch (err) {
       void releaseFleet().catch(() => undefined);
-      fleet = null;
+      coordination = new LocalCoordination();
       configError = err instanceof ChargingError ? err : new ChargingError('CONFIG', (err as Error).message);
       node.error(configError.message);
     }
@@ -68,12 +69,12 @@ export = function register(RED: NodeAPI): void {
       return client;
     };
 
-    node.getFleet = (): Fleet | null => (configError || !client ? null : fleet);
+    node.getCoordination = (): Coordination => coordination;
 
     node.on('close', (_removed: boolean, done: () => void) => {
       const c = client;
       client = null;
-      fleet = null;
+      coordination = new LocalCoordination();
       // Nodes using this config have their own grace for requests on the wire;
       // this one bounds whatever is left so close ends well inside Node-RED's 15 s.
       // The fleet closes last: the client's last requests may still take from its budget.

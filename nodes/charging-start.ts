@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { acceptedMessage, operationMs, sendWhenConfirmed, WaitConfig } from './common/confirm';
-import { sendOnce } from './common/fleet-commands';
+import { sendOnce } from './common/send-once';
 import { NodeLifecycle } from './common/run-node';
 import { formatEnergy, Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';

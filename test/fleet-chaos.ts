@@ -8,8 +8,8 @@
  * this process: its own Fleet (connection, replica id) through its own
  * nemesis proxy, its own ServiceClient to the simulator over HTTP, a
  * SessionWatcher on the fleet's watch list (mayPoll and commit through the
- * ownership, as watch-fleet.ts wires them), and commands through the fleet's
- * dedup (as fleet-commands.ts). An inject fires on both replicas at once.
+ * ownership, as nodes/lib/fleet/watch-link.ts wires them), and commands through the fleet's
+ * dedup (as send-once.ts through RedisCoordination). An inject fires on both replicas at once.
  *
  * Faults, at random: replies withheld then the connection reset (a lost
  * reply), a black hole (a silent partition shorter or longer than the lease),

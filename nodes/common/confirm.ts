@@ -78,7 +78,7 @@ const MESSAGE_MS = 35_000;
 /**
  * The longest a START or STOP node's operation may take with these settings:
  * the command, then the wait, or each STOP and wait of *make sure it ends*.
- * A fleet's other replicas wait this long for its outcome (fleet-commands.ts).
+ * A fleet's other replicas wait this long for its outcome (send-once.ts).
  */
 export function operationMs(config: EnsureConfig): number {
   const waitMs = waitTimeoutMs(config.waitTimeout);

@@ -14,17 +14,17 @@ import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/
 import type { ControlSettings } from '../lib/control/memory';
 import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
+import type { ControlShare, Coordination, ShareVoice } from '../lib/coordination/coordination';
+import { LocalCoordination } from '../lib/coordination/local';
 import type { ChargingError } from '../lib/errors';
-import { positiveNumber } from '../lib/settings';
+import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
-import { ContextControlStore } from './control-store';
-import { FleetControlLink } from './control-fleet';
+import { ContextControlStore } from './context-control-store';
 import type { NodeLifecycle } from './run-node';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';
 import { literalFields, typedFields } from './typed-fields';
 import { resolveFields } from '../lib/session/inputs';
-import { DEFAULT_MIN_INTERVAL_SEC } from './watch-mode';
 
 export interface ControlConfig {
   service: string;
@@ -60,7 +60,7 @@ export function controlSettings(config: ControlConfig, floorSec: number): { sett
       guardMs: positiveNumber(config.guard, 300, 0, 86_400) * 1000,
       checkMs,
       confirmMs: Math.min(CONFIRM_MS, checkMs),
-      waitMs: positiveNumber(config.waitTimeout, 60, 0.1, 3600) * 1000,
+      waitMs: waitTimeoutMs(config.waitTimeout),
       startAttempts: Math.round(positiveNumber(config.startAttempts, 2, 1, 5)),
       stopAttempts: DEFAULT_ENSURE_ATTEMPTS,
       enforce: config.enforce === true,
@@ -156,18 +156,15 @@ export class ControlMode {
     private readonly client: () => ServiceClient,
     private readonly checkSec: number,
     private readonly service: string,
-    /** Coordinate replicas: leases, the fleet's memory and wishes; null without coordination */
-    private readonly fleet: FleetControlLink | null = null,
+    /** which targets this process commands, where their memory is kept, where a wish goes (alone: all, context, here) */
+    private readonly share: ControlShare,
   ) {}
 
-  /**
-   * Takes up the kept targets and checks them. `mayCommand` is the fleet's
-   * hook (who may send for a target); default: this process always.
-   */
-  static start(RED: NodeAPI, node: Node, config: ControlConfig, life: NodeLifecycle, mayCommand?: (t: ControlTarget) => boolean): ControlMode {
+  /** Takes up the kept targets and checks them (those this process holds, when replicas share them). */
+  static start(RED: NodeAPI, node: Node, config: ControlConfig, life: NodeLifecycle): ControlMode {
     const fixed = fixedTarget(config);
-    const floor = (RED.settings as unknown as { chargingSession?: { minPollIntervalSec?: number } }).chargingSession?.minPollIntervalSec;
-    const { settings, raised, unreadLimit } = controlSettings(config, typeof floor === 'number' ? floor : DEFAULT_MIN_INTERVAL_SEC);
+    const floor = chargingSessionSettings(RED.settings).minPollIntervalSec;
+    const { settings, raised, unreadLimit } = controlSettings(config, floor);
     if (raised) node.warn(raised);
     if (unreadLimit) node.warn(unreadLimit);
     const client = () => getService(RED, config.service).getClient();
@@ -178,26 +175,25 @@ export class ControlMode {
       // no configuration: every message says so (CONFIG), nothing is sent
     }
     let mode: ControlMode | null = null;
-    const link = fleetLink(RED, config, node, life);
+    const voice: ShareVoice = { warnOnce: (key, text) => life.warnOnce(key, text), report: (err, about) => life.report(err, about as NodeMessage | undefined) };
+    const share = coordinationOf(RED, config).control(node.id, voice, new ContextControlStore(node, config.contextStore));
     const deps: ControlDeps = {
       poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
       send: (command, mayProceed) => client().sendCommand(command, { signal: life.signal, mayProceed }),
-      store: new ContextControlStore(node, config.contextStore),
       clock: realClock,
-      mayCommand,
       derive,
       onState: (snapshot, changed) => mode?.onState(snapshot, changed),
       onError: (t, err) => life.report(err, t.token ? { topic: t.token, target: { ...t } } as NodeMessage : undefined),
       track: (work) => life.track(work),
-      ...link?.deps(),
+      ...share.deps(),
     };
-    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, link);
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, share);
     const m = mode;
-    link?.attach(m.book, settings);
+    share.attach(m.book, settings, () => m.demand());
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     if (fixed) m.claim(fixed);
     void m.book.whenReady().then(() => m.demand());
-    life.onClose((removed) => m.close(removed, deps.store));
+    life.onClose((removed) => m.close(removed));
     return mode;
   }
 
@@ -208,9 +204,8 @@ export class ControlMode {
    */
   async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
     this.claim(target);
-    // Coordinate replicas: the wish goes to the fleet; the holder checks (and reports to Catch) by itself.
-    if (this.fleet) return this.fleet.want(target, wanted, opts);
-    const check = this.book.want(target, wanted, opts);
+    // Shared: the wish is posted for the holder, which checks (and reports to Catch) by itself.
+    const check = this.share.want(target, wanted, opts);
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<'late'>((resolve) => {
       timer = setTimeout(() => resolve('late'), DEFAULT_RETRY.maxTotalMs);
@@ -258,7 +253,7 @@ export class ControlMode {
   }
 
   /** Tells the request budget how many checks per second this node makes, as watch mode does. */
-  private demand(): void {
+  demand(): void {
     try {
       this.client().setPollDemand(this.node.id, this.book.size / this.checkSec);
     } catch {
@@ -266,7 +261,7 @@ export class ControlMode {
     }
   }
 
-  private close(removed: boolean, store: ControlDeps['store']): Promise<void> | undefined {
+  private close(removed: boolean): Promise<void> {
     this.book.close();
     claims.release(this.node.id);
     if (this.ticker) clearInterval(this.ticker);
@@ -276,18 +271,15 @@ export class ControlMode {
     } catch {
       // the configuration is gone too
     }
-    if (this.fleet) return this.fleet.close(removed);
-    if (removed && store instanceof ContextControlStore) void store.clear().catch(() => undefined);
-    return undefined;
+    return this.share.close(removed);
   }
 }
 
-/** The fleet's side of a control node when its configuration coordinates replicas, else null. */
-function fleetLink(RED: NodeAPI, config: ControlConfig, node: Node, life: NodeLifecycle): FleetControlLink | null {
+/** The configuration's coordination; without a configuration, alone (every message says what is missing). */
+function coordinationOf(RED: NodeAPI, config: ControlConfig): Coordination {
   try {
-    const fleet = getService(RED, config.service).getFleet();
-    return fleet ? new FleetControlLink(fleet, node.id, life) : null;
+    return getService(RED, config.service).getCoordination();
   } catch {
-    return null; // no configuration: every message says so
+    return new LocalCoordination();
   }
 }

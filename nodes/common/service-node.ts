@@ -3,14 +3,14 @@ import type { Node, NodeAPI } from 'node-red';
 import { ChargingError } from '../lib/errors';
 import type { ServiceClient } from '../lib/client/service-client';
 import type { DeriveOptions } from '../lib/session/record';
-import type { Fleet } from '../lib/fleet/fleet';
+import type { Coordination } from '../lib/coordination/coordination';
 
 /** The public face of a charging-service config node. */
 export interface ChargingServiceNode extends Node {
   /** the shared client, or a CONFIG error saying what is wrong with the configuration */
   getClient(): ServiceClient;
-  /** Coordinate replicas: the configuration's fleet, or null when it coordinates nothing (the default) */
-  getFleet(): Fleet | null;
+  /** how this configuration shares its work with other replicas (alone: LocalCoordination, the default) */
+  getCoordination(): Coordination;
   readonly deriveOptions: DeriveOptions;
 }
 

@@ -3,7 +3,7 @@
  * values being edited. Behind the same permission as editing flows (as every
  * admin route of the Home Assistant nodes); answers ok or the reason, never the
  * token or the secret. With *Coordinate replicas* set, `redis` says whether
- * Redis answers and lists the fleet's live replicas (fleet-test.ts).
+ * Redis answers and lists the fleet's live replicas (nodes/lib/fleet/redis-check.ts).
  *
  * What a user with only the write permission must not get from it
  * (docs/reliability.md, "Threat model"): a value of Node-RED's environment, or
@@ -16,8 +16,8 @@ import type { NodeAPI } from 'node-red';
 import { ServiceClient } from '../lib/client/service-client';
 import { ChargingError } from '../lib/errors';
 import type { ConnectionReport } from '../lib/client/connection-test';
-import { clientOptions, Credentials, ServiceSettings } from './service-options';
-import { checkRedis, RedisAnswer } from './fleet-test';
+import type { RedisAnswer } from '../lib/fleet/redis-check';
+import { clientOptions, Credentials, fleetSettings, ServiceSettings } from './service-options';
 import { deployedOf, dialogValues } from './dialog-values';
 
 type TestAnswer = (ConnectionReport & { error?: string }) | { ok: false; error: string; message: string };
@@ -90,4 +90,24 @@ export function registerTestRoute(RED: NodeAPI): void {
       fail();
     }
   });
+}
+
+/**
+ * The Redis this configuration would join, checked (nodes/lib/fleet/redis-check.ts).
+ * The fleet key is derived from the client's own options, so that the test
+ * looks at the fleet the deployed node joins. ioredis is loaded only here,
+ * when a URL is given.
+ */
+async function checkRedis(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, stored: boolean): Promise<RedisAnswer> {
+  let fleet;
+  try {
+    fleet = fleetSettings(RED, settings, credentials, clientOptions(RED, settings, credentials, env).options, env);
+  } catch (err) {
+    // CONFIG errors of the settings name the field and never hold a value typed in a password field.
+    return { ok: false, message: `Redis not checked: ${(err as Error).message}` };
+  }
+  if (!fleet) return { ok: false, message: 'Coordinate replicas is empty: nothing to check' };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const check = require('../lib/fleet/redis-check') as typeof import('../lib/fleet/redis-check');
+  return check.checkRedis(fleet, stored);
 }

@@ -15,9 +15,9 @@ import { chargingSessionSettings } from '../lib/settings';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
-import { formatEnergy, Status, WATCH_STATUS_GAP_MS } from './status';
+import { formatEnergy, NodeStatus, Status, WATCH_STATUS_GAP_MS } from './status';
 import { KeptToken, WatchStore } from './watch-store';
-import { FleetWatchLink } from './watch-fleet';
+import type { WatchShare, WatchView } from '../lib/coordination/coordination';
 
 export interface WatchConfig {
   service: string;
@@ -28,11 +28,6 @@ export interface WatchConfig {
   contextStore?: string;
 }
 
-/** Shortest poll interval, unless settings.js says otherwise: protects the operator's rate limits. */
-export const DEFAULT_MIN_INTERVAL_SEC = 5;
-
-export { watchedKey } from './watch-store';
-
 export class WatchMode {
   private constructor(
     private readonly node: Node,
@@ -40,13 +35,13 @@ export class WatchMode {
     private readonly life: NodeLifecycle,
     private readonly store: WatchStore,
     private readonly budget: { client: Pick<ServiceClient, 'setPollDemand' | 'pollStretch' | 'requestRate'>; intervalSec: number },
-    /** Coordinate replicas: the fleet's watch list and leases; null without coordination */
-    private readonly fleet: FleetWatchLink | null,
+    /** which of the node's tokens this process polls (alone: all of them) */
+    private readonly share: WatchShare,
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
   static start(RED: NodeAPI, node: Node, config: WatchConfig, life: NodeLifecycle, toOutputs: (msg: NodeMessage, event: string) => Outputs): WatchMode | null {
-    const floor = chargingSessionSettings(RED.settings).minPollIntervalSec ?? DEFAULT_MIN_INTERVAL_SEC;
+    const floor = chargingSessionSettings(RED.settings).minPollIntervalSec;
     const wanted = Number(config.interval ?? 10);
     const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
     if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);
@@ -60,9 +55,12 @@ export class WatchMode {
       return null;
     }
     let mode: WatchMode | null = null;
-    const fleet = service.getFleet();
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
-    const link = fleet ? new FleetWatchLink(fleet, node.id, life, (token) => client.getProgress(token, pollOptions)) : null;
+    const share = service.getCoordination().watch(node.id, {
+      voice: { warnOnce: (key, text) => life.warnOnce(key, text), report: (err) => life.report(err) },
+      show: (view) => life.board.set(watchBadge(view)),
+      probe: (token) => client.getProgress(token, pollOptions),
+    });
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const watcher = new SessionWatcher(
       progressPoll(client, pollOptions),
@@ -77,13 +75,13 @@ export class WatchMode {
           life.board.due();
           store.flushDue();
         },
-        ...link?.watcherOptions(),
+        ...share.watcherOptions(),
       },
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
-    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, link);
-    link?.attach(watcher, () => mode?.demand());
+    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, share);
+    share.attach(watcher, () => mode?.demand());
     life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
@@ -94,7 +92,7 @@ export class WatchMode {
       if (removed) store.clear(true);
       else store.flush();
       store.close();
-      return link?.close(removed);
+      return share.close(removed);
     });
     return mode;
   }
@@ -102,8 +100,7 @@ export class WatchMode {
   /** msg.topic "watch" / "unwatch" with the token(s) in msg.payload ("*" or "all" unwatches every one). */
   command(topic: 'watch' | 'unwatch', payload: unknown): void {
     if (topic === 'unwatch' && (payload === '*' || payload === 'all')) {
-      if (this.fleet) this.fleet.unwatchAll();
-      else this.watcher.unwatchAll();
+      this.share.unwatchAll();
       this.store.clear();
     } else {
       const tokens = tokensFrom(payload);
@@ -111,12 +108,10 @@ export class WatchMode {
         throw new ChargingError('MISSING_FIELD', `msg.payload must name the token(s) to ${topic}: a string, {token}, a progress record or an array of these`, { field: 'token' });
       }
       if (topic === 'watch') {
-        if (this.fleet) this.fleet.watch(tokens);
-        else this.watcher.watch(tokens);
+        this.share.watch(tokens);
         this.store.added(tokens);
       } else {
-        if (this.fleet) this.fleet.unwatch(tokens);
-        else this.watcher.unwatch(tokens);
+        this.share.unwatch(tokens);
         this.store.removed(tokens);
       }
     }
@@ -131,8 +126,8 @@ export class WatchMode {
    */
   private demand(): void {
     const { client, intervalSec } = this.budget;
-    // Coordinated: the fleet's whole list, so that every replica stretches its share alike and the fleet fits its budget.
-    const watched = this.fleet?.total ?? this.watcher.size;
+    // Shared: the fleet's whole list, so that every replica stretches its share alike and the fleet fits its budget.
+    const watched = this.share.total;
     client.setPollDemand(this.node.id, watched / intervalSec);
     const stretch = client.pollStretch();
     if (stretch <= 1) return;
@@ -163,11 +158,7 @@ export class WatchMode {
       else if (!valid.has(token)) stale.push(token);
     }
     this.store.removed(stale);
-    if (this.fleet) {
-      // The fleet's list and states decide; the local ones only seed a token Redis holds nothing for.
-      this.fleet.seed((token) => kept.get(token)?.state);
-      this.fleet.watch([...valid]);
-    } else this.watcher.watch(valid, (token) => kept.get(token)?.state);
+    this.share.resume([...valid], (token) => kept.get(token)?.state);
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
     this.demand();
   }
@@ -181,6 +172,11 @@ export class WatchMode {
       return Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values);
     });
   }
+}
+
+/** The badge of a shared list: this replica's share of the whole, or Redis away. */
+function watchBadge(view: WatchView): NodeStatus {
+  return view.up ? Status.ok('watchingFleet', { count: view.count, total: view.total }) : Status.warn('fleetDown', { count: view.count });
 }
 
 /** A watcher's poll: the progress query at poll priority, its record (null: no session). */

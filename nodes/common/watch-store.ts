@@ -23,6 +23,7 @@
 import type { Node } from 'node-red';
 import type { SavedState } from '../lib/session/watcher';
 import { monotonicNow } from '../lib/clock';
+import { flowContextOf, type FlowContext } from './flow-context';
 
 export const watchedKey = (node: Pick<Node, 'id'>): string => `charging-watch-${node.id}`;
 
@@ -32,12 +33,6 @@ export interface KeptToken {
   state?: SavedState;
 }
 
-type Callback = (err?: Error | null, value?: unknown) => void;
-/** Flow context as the stores use it: callbacks, keys and values as arrays. */
-export interface FlowContext {
-  get(key: string, store: string | undefined, cb: Callback): void;
-  set(keys: string[], values: unknown[], store: string | undefined, cb: Callback): void;
-}
 
 /** The key prefix keeps tokens such as "__proto__" from meaning anything to an object. */
 const PREFIX = 't:';
@@ -63,7 +58,7 @@ export class WatchStore {
     private readonly onError: (err: Error) => void,
     private readonly now: () => number = monotonicNow,
   ) {
-    this.flow = node.context().flow as unknown as FlowContext;
+    this.flow = flowContextOf(node);
     // Quoted, so that a node id with a dot or bracket stays one key.
     this.base = `"${watchedKey(node)}"`;
     this.store = store || undefined;

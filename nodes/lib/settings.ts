@@ -83,15 +83,24 @@ export function positiveNumber(raw: unknown, fallback: number, min: number, max:
   return Math.min(max, Math.max(min, n));
 }
 
-/** The wait timeout of charging-start and charging-stop (wait until started or ended, make sure it ends), in ms: 1 s to 1 h, 60 s when empty or unreadable. */
+/**
+ * The wait timeout of charging-start, charging-stop and charging-control
+ * (until started or ended, make sure it ends, a START or STOP awaited), in ms:
+ * 60 s when empty or unreadable, at most 1 h. The dialogs ask for 1 s or more;
+ * the floor here only keeps a flow written by hand (or a test compressing time)
+ * from a wait of zero.
+ */
 export function waitTimeoutMs(raw: unknown): number {
-  return positiveNumber(raw, 60, 1, 3600) * 1000;
+  return positiveNumber(raw, 60, 0.1, 3600) * 1000;
 }
+
+/** Shortest poll interval unless settings.js says otherwise. */
+export const DEFAULT_MIN_POLL_INTERVAL_SEC = 5;
 
 /** settings.js `chargingSession`: what an operator sets for every node of the package, read once and typed. */
 export interface ChargingSessionSettings {
-  /** the shortest poll interval the nodes may use, s; undefined: the nodes' own default */
-  minPollIntervalSec?: number;
+  /** the shortest poll or check interval the nodes may use, s (default 5: protects the operator's rate limits) */
+  minPollIntervalSec: number;
   /** coordination tuning (cycle and lease, ms): for tests and for operators who want faster takeover; under 50 ms is ignored */
   fleet: { cycleMs?: number; leaseMs?: number };
 }
@@ -102,7 +111,7 @@ export function chargingSessionSettings(runtimeSettings: unknown): ChargingSessi
   const min = raw?.minPollIntervalSec;
   const ms = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) && v >= 50 ? v : undefined);
   return {
-    minPollIntervalSec: typeof min === 'number' ? min : undefined,
+    minPollIntervalSec: typeof min === 'number' && Number.isFinite(min) && min >= 0 ? min : DEFAULT_MIN_POLL_INTERVAL_SEC,
     fleet: { cycleMs: ms(raw?.fleet?.cycleMs), leaseMs: ms(raw?.fleet?.leaseMs) },
   };
 }

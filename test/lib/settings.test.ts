@@ -28,21 +28,23 @@ describe('settings: endpoint URLs and numbers from the config dialog (no Node-RE
 
   it('the wait timeout of charging-start and charging-stop: 1 s to 1 h in ms, 60 s when empty or unreadable', () => {
     assert.equal(waitTimeoutMs('5'), 5000);
-    assert.equal(waitTimeoutMs(0.2), 1000);
+    assert.equal(waitTimeoutMs(0.2), 200);
+    assert.equal(waitTimeoutMs(0), 100);
+    assert.equal(waitTimeoutMs(-5), 100);
     assert.equal(waitTimeoutMs(99999), 3_600_000);
     assert.equal(waitTimeoutMs(''), 60_000);
     assert.equal(waitTimeoutMs('soon'), 60_000);
     assert.equal(waitTimeoutMs(undefined), 60_000);
   });
 
-  it('settings.js chargingSession, read once and typed: a wrong type or a lease under 50 ms is left undefined', () => {
-    assert.deepEqual(chargingSessionSettings(undefined), { minPollIntervalSec: undefined, fleet: { cycleMs: undefined, leaseMs: undefined } });
+  it('settings.js chargingSession, read once and typed: a wrong poll floor is the default 5 s, a wrong type or a lease under 50 ms is left undefined', () => {
+    assert.deepEqual(chargingSessionSettings(undefined), { minPollIntervalSec: 5, fleet: { cycleMs: undefined, leaseMs: undefined } });
     assert.deepEqual(chargingSessionSettings({ chargingSession: { minPollIntervalSec: 0.5, fleet: { cycleMs: 200, leaseMs: 1500 } } }), {
       minPollIntervalSec: 0.5,
       fleet: { cycleMs: 200, leaseMs: 1500 },
     });
     assert.deepEqual(chargingSessionSettings({ chargingSession: { minPollIntervalSec: '2', fleet: { cycleMs: 10, leaseMs: Infinity } } }), {
-      minPollIntervalSec: undefined,
+      minPollIntervalSec: 5,
       fleet: { cycleMs: undefined, leaseMs: undefined },
     });
   });

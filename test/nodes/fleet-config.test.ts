@@ -16,6 +16,7 @@ import { fleetSettings } from '../../nodes/common/service-options';
 import type { ChargingServiceNode } from '../../nodes/common/service-node';
 import { helper, load, send, Sink, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, runtimeSuite, freePort, until, delay } from '../harness';
 import { RedisServer, requireRedis } from '../redis-server';
+import type { RedisCoordination } from '../../nodes/lib/fleet/coordination';
 
 const PASSWORD = 'redis-Fl33t:pa55/with@odd%chars';
 const PROGRESS = { id: 'progress', type: 'charging-progress', service: 'svc', wires: [['out']] };
@@ -150,7 +151,7 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
     it('lists the live replicas of the deployed fleet with the tokens each owns, from the stored URL, and does not join the fleet', async () => {
       const fleetKey = `fc-${process.pid}-1`;
       await load(rt.sim, [PROGRESS, ...SINKS], { fleetKey }, creds(redis.url));
-      const deployed = (helper.getNode('svc') as unknown as ChargingServiceNode).getFleet();
+      const deployed = ((helper.getNode('svc') as unknown as ChargingServiceNode).getCoordination() as RedisCoordination).fleet;
       assert.ok(deployed, 'the configuration opened its fleet');
       // A second replica in this process, watching three tokens (a watch node elsewhere).
       const other = new Fleet({ url: redis.url, fleetKey, cycleMs: 150, leaseMs: 600 });

@@ -109,6 +109,23 @@ describe('layout of nodes/ (docs/architecture.md)', () => {
     }
     assert.deepEqual(citing, []);
   });
+
+  it('nodes/common is glue: every file there talks to Node-RED', () => {
+    const plain = all.filter((f) => f.includes(`${path.sep}common${path.sep}`) && !imports(f).includes('node-red'));
+    assert.deepEqual(plain.map(rel), []);
+  });
+
+  it('one coordination seam: outside nodes/lib, nothing holds a Fleet or asks whether replicas are coordinated', () => {
+    const asking: string[] = [];
+    // The registry opens the fleets (and loads ioredis only then): the one place that knows which Coordination a configuration gets.
+    for (const f of all.filter((x) => !x.includes(`${path.sep}lib${path.sep}`) && !x.endsWith('coordination-registry.ts'))) {
+      const text = fs.readFileSync(f, 'utf8');
+      // Types and the key naming are allowed; anything that runs the fleet is not.
+      for (const m of text.matchAll(/^import (?!type )[^;]*from '[^']*\/lib\/fleet\/(?!keys')[^']*'/gm)) asking.push(`${rel(f)}: ${m[0]}`);
+      for (const m of text.matchAll(/getFleet|if \(this\.fleet|fleet \?|instanceof \w*Store|Fleet \| null|new (?:Fleet|RedisCoordination)\b/g)) asking.push(`${rel(f)}: ${m[0]}`);
+    }
+    assert.deepEqual(asking, []);
+  });
 });
 
 describe('what the package ships', () => {

@@ -1,6 +1,6 @@
 /**
  * Where charging-control keeps each target's memory across redeploys and
- * restarts. The node uses a Node-RED context store (nodes/common/control-store.ts);
+ * restarts. The node uses a Node-RED context store (nodes/common/context-control-store.ts);
  * a fleet of replicas can use a shared one (e.g. Redis) behind the same interface.
  */
 import type { KeptTarget } from './memory';

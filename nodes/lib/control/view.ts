@@ -30,6 +30,16 @@ export function targetKey(t: ControlTarget): string {
   return JSON.stringify([t.locationId, t.evseId, t.token]);
 }
 
+/** The target a key names (the inverse of targetKey), or null for a key that is not one. */
+export function targetOf(key: string): ControlTarget | null {
+  try {
+    const [locationId, evseId, token] = JSON.parse(key) as unknown[];
+    return typeof locationId === 'string' && typeof evseId === 'string' && typeof token === 'string' ? { locationId, evseId, token } : null;
+  } catch {
+    return null;
+  }
+}
+
 function own(obj: object, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(obj, key) ? (obj as Record<string, unknown>)[key] : undefined;
 }

@@ -48,6 +48,7 @@ import type { FleetConnection } from './connection';
 import { digestOf, type FleetKeys } from './keys';
 import { COMMAND_CLAIM, COMMAND_PUBLISH } from './scripts';
 import { DownTimer } from './down-timer';
+import type { CommandOutcome, CommandRun } from '../coordination/coordination';
 
 export interface FleetCommand {
   action: 'START' | 'STOP';
@@ -57,7 +58,6 @@ export interface FleetCommand {
 }
 
 /** What the sender publishes: plain JSON, nothing secret. */
-export type CommandOutcome<T> = { ok: true; result: T } | { ok: false; error: Record<string, unknown> };
 
 export type Claim<T> =
   /** this replica sends; then it must call publish (once), success or not */
@@ -144,7 +144,7 @@ export class CommandDedup {
    * command (or on this one without deduplication when Redis is away, after
    * onUnguarded); its outcome is published for the others.
    */
-  async run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void, sendMs?: number): Promise<RunResult<T>> {
+  async run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void, sendMs?: number): Promise<CommandRun<T>> {
     const claim = await this.claim<T>(cmd, waitMs, sendMs);
     if (claim.role === 'duplicate' || claim.role === 'unknown') return claim;
     if (claim.role === 'unavailable') {
@@ -239,11 +239,6 @@ function parseHeld(value: string): Held {
   const json = published.slice(published.indexOf(' ') + 1);
   return { claimant, from: claimant.slice(colon + 1), outcome: json === '' ? null : parseOutcome(json) };
 }
-
-export type RunResult<T> =
-  | { role: 'sent'; deduplicated: boolean; result: T }
-  | { role: 'duplicate'; from: string; outcome: CommandOutcome<T> }
-  | { role: 'unknown'; from: string | null; reason: 'timeout' | 'sender-gone' | 'redis-unavailable'; message: string };
 
 function parseOutcome<T>(json: string): CommandOutcome<T> | null {
   try {

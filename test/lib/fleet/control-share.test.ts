@@ -13,7 +13,7 @@ import type { ControlTarget } from '../../../nodes/lib/control/view';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
-import { FleetControlLink } from '../../../nodes/common/control-fleet';
+import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
 import type { NodeLifecycle } from '../../../nodes/common/run-node';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';

@@ -17,7 +17,7 @@ import { fenceInherited } from '../../../nodes/lib/fleet/control-share';
 import { DEFAULT_RETRY } from '../../../nodes/lib/client/request';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
-import { FleetControlLink } from '../../../nodes/common/control-fleet';
+import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
 import type { NodeLifecycle } from '../../../nodes/common/run-node';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';

@@ -3,16 +3,13 @@
  * connects with the URL being edited (or the stored one), bounded, and lists
  * the fleet's live replicas as their heartbeats describe them. Read-only: it
  * opens a bare FleetConnection, not a Fleet, so the test never joins the fleet
- * as a replica. nodes/lib/fleet/connection (and with it ioredis) is loaded
- * only when a URL is given. The answer never holds the URL's password:
- * FleetConnection's errors are redacted, and every message is redacted again.
+ * as a replica. The answer never holds the URL's password: FleetConnection's
+ * errors are redacted, and every message is redacted again.
  */
-import type { NodeAPI } from 'node-red';
-import type { FleetConnection } from '../lib/fleet/connection';
-import { ChargingError } from '../lib/errors';
-import { FleetKeys } from '../lib/fleet/keys';
-import { parseReplicaInfo } from '../lib/fleet/replica-info';
-import { clientOptions, Credentials, fleetSettings, FleetSettings, ServiceSettings } from './service-options';
+import { ChargingError } from '../errors';
+import { FleetConnection, type FleetConnectionOptions } from './connection';
+import { FleetKeys } from './keys';
+import { parseReplicaInfo } from './replica-info';
 
 export interface ReplicaSeen {
   id: string;
@@ -30,6 +27,14 @@ export interface RedisAnswer {
   replicas?: ReplicaSeen[];
 }
 
+/** The Redis a configuration would join: its URL, TLS, fleet key, and what should be said of the URL (plain redis:// to another machine). */
+export interface RedisToCheck {
+  url: string;
+  tls?: FleetConnectionOptions['tls'];
+  fleetKey: string;
+  warning?: string;
+}
+
 /** Bounds for the whole check: a dialog should not wait long for an unreachable Redis. */
 const CONNECT_TIMEOUT_MS = 3_000;
 const COMMAND_TIMEOUT_MS = 2_000;
@@ -41,23 +46,12 @@ const TYPED_URL_FAILED = 'Coordinate replicas: no Redis answered at the URL type
  * apart, they would make the dialog a port scanner of the network Node-RED
  * sits in.
  */
-export async function checkRedis(RED: NodeAPI, settings: ServiceSettings, credentials: Credentials, env: NodeJS.ProcessEnv, stored: boolean): Promise<RedisAnswer> {
-  let fleet: FleetSettings | null;
-  try {
-    // The fleet key is derived from the client's own options, so that the test looks at the fleet the deployed node joins.
-    fleet = fleetSettings(RED, settings, credentials, clientOptions(RED, settings, credentials, env).options, env);
-  } catch (err) {
-    // CONFIG errors of the settings name the field and never hold a value typed in a password field.
-    return { ok: false, message: `Redis not checked: ${(err as Error).message}` };
-  }
-  if (!fleet) return { ok: false, message: 'Coordinate replicas is empty: nothing to check' };
+export async function checkRedis(fleet: RedisToCheck, stored: boolean): Promise<RedisAnswer> {
   const { fleetKey } = fleet;
   const warning = fleet.warning ? ` ${fleet.warning}` : '';
   let connection: FleetConnection | null = null;
   try {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const { FleetConnection: Connection } = require('../lib/fleet/connection') as typeof import('../lib/fleet/connection');
-    connection = new Connection({ url: fleet.url, tls: fleet.tls, connectTimeoutMs: CONNECT_TIMEOUT_MS, commandTimeoutMs: COMMAND_TIMEOUT_MS, name: 'chargectl-test-connection' });
+    connection = new FleetConnection({ url: fleet.url, tls: fleet.tls, connectTimeoutMs: CONNECT_TIMEOUT_MS, commandTimeoutMs: COMMAND_TIMEOUT_MS, name: 'chargectl-test-connection' });
     await connection.open();
     const replicas = await connection.run('list replicas', (redis) => liveReplicas(redis, new FleetKeys(fleetKey)));
     const count = replicas.length === 0 ? 'no live replica (none deployed with this fleet key is running)' : `${replicas.length} live replica${replicas.length === 1 ? '' : 's'}`;

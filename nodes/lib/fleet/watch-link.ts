@@ -1,23 +1,22 @@
 /**
- * Watch mode with *Coordinate replicas* (docs/fleet.md "The watcher
- * protocol"): the watch list is the fleet's (in Redis), each token is
- * polled by the one replica that holds its lease, and a poll's change is
- * committed to the fleet before its events go out, so that a replica taking
- * a token over emits nothing that was already emitted and loses no `ended`.
- * The watcher's schedule asks mayPoll and commit (WatcherOptions); this link
- * turns the ownership's gains and losses into watch and unwatch.
+ * A watch node's list with *Coordinate replicas* (docs/fleet.md "The watcher
+ * protocol"): the list is the fleet's (in Redis), each token is polled by the
+ * one replica that holds its lease, and a poll's change is committed to the
+ * fleet before its events go out, so that a replica taking a token over emits
+ * nothing that was already emitted and loses no `ended`. The watcher's
+ * schedule asks mayPoll and commit (WatcherOptions); this link turns the
+ * ownership's gains and losses into watch and unwatch.
  */
-import type { Fleet } from '../lib/fleet/fleet';
-import type { WatchOwnership } from '../lib/fleet/ownership';
-import type { SavedState, SessionWatcher, WatcherOptions } from '../lib/session/watcher';
-import type { NodeLifecycle } from './run-node';
-import { StandDown } from '../lib/fleet/stand-down';
-import { Status } from './status';
+import type { WatchShare, WatchShareOptions } from '../coordination/coordination';
+import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
+import type { Fleet } from './fleet';
+import type { WatchOwnership } from './ownership';
+import { StandDown } from './stand-down';
 
 /** Poll failures that say this replica cannot reach the service (not the service's word on one token). */
 const UNREACHABLE = new Set(['NETWORK', 'TIMEOUT', 'AUTH']);
 
-export class FleetWatchLink {
+export class FleetWatchLink implements WatchShare {
   private readonly own: WatchOwnership<SavedState>;
   private watcher: SessionWatcher | null = null;
   /** states kept locally (the context store): a seed only when Redis holds nothing for a token (it lost its data) */
@@ -25,17 +24,15 @@ export class FleetWatchLink {
   /** after every gain or loss: the node tells the request budget its poll demand again */
   private onShare: () => void = () => undefined;
   private readonly offHealth: () => void;
-
   /** gives this replica's share away while it cannot reach the service */
   private readonly standDown: StandDown;
 
   constructor(
     private readonly fleet: Fleet,
     private readonly scope: string,
-    private readonly life: NodeLifecycle,
-    /** one progress query of the given token: the probe of a replica that stood down */
-    probe: (token: string) => Promise<unknown>,
+    private readonly options: WatchShareOptions,
   ) {
+    const { voice } = options;
     this.own = fleet.ownership<SavedState>(scope, {
       onChange: (change) => {
         const w = this.watcher;
@@ -51,21 +48,20 @@ export class FleetWatchLink {
         this.showCount();
         this.onShare();
       },
-      onError: (err) => life.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
+      onError: (err) => voice.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
     });
-    this.standDown = new StandDown(this.own, fleet.replicaId, () => probe(this.own.watched()[0] ?? ''), {
+    this.standDown = new StandDown(this.own, fleet.replicaId, () => options.probe(this.own.watched()[0] ?? ''), {
       onChange: (down, err) => {
-        if (down) life.warnOnce('fleet-stand-down', `Coordinate replicas: this replica cannot reach the service (${err?.message ?? ''}); its watched tokens go to the other replicas until it can`);
-        else life.warnOnce('fleet-stand-down', 'Coordinate replicas: the service answers again; this replica takes its share of the watched tokens back');
+        if (down) voice.warnOnce('fleet-stand-down', `Coordinate replicas: this replica cannot reach the service (${err?.message ?? ''}); its watched tokens go to the other replicas until it can`);
+        else voice.warnOnce('fleet-stand-down', 'Coordinate replicas: the service answers again; this replica takes its share of the watched tokens back');
       },
     });
     this.offHealth = fleet.onHealth((h) => {
-      if (!h.up) life.board.set(Status.warn('fleetDown', { count: this.watcher?.size ?? 0 }));
+      if (!h.up) options.show({ up: false, count: this.watcher?.size ?? 0 });
       else this.showCount();
     });
   }
 
-  /** What the watcher asks before each poll and after each change. */
   watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit' | 'onPolled'> {
     return {
       mayPoll: (token) => this.own.mayPoll(token),
@@ -74,25 +70,25 @@ export class FleetWatchLink {
     };
   }
 
-  /** The watcher that polls what this replica owns: told of every gain and loss from now on (and onShare after each). */
   attach(watcher: SessionWatcher, onShare: () => void): void {
     this.watcher = watcher;
     this.onShare = onShare;
   }
 
-  /** The states kept locally, once the context store has loaded them. */
-  seed(local: (token: string) => SavedState | undefined): void {
-    this.local = local;
+  /** The fleet's list and states decide; the local ones only seed a token Redis holds nothing for. */
+  resume(tokens: string[], kept: (token: string) => SavedState | undefined): void {
+    this.local = kept;
+    this.watch(tokens);
   }
 
   /** Adds tokens to the fleet's list: the replica that owns each polls it (maybe this one, from its next cycle). */
   watch(tokens: string[]): void {
-    this.own.watch(tokens).catch((err: unknown) => this.life.report(err));
+    this.own.watch(tokens).catch((err: unknown) => this.options.voice.report(err));
   }
 
   unwatch(tokens: string[]): void {
     this.watcher?.unwatch(tokens);
-    this.own.unwatch(tokens).catch((err: unknown) => this.life.report(err));
+    this.own.unwatch(tokens).catch((err: unknown) => this.options.voice.report(err));
   }
 
   unwatchAll(): void {
@@ -112,6 +108,6 @@ export class FleetWatchLink {
   }
 
   private showCount(): void {
-    if (this.fleet.health.up) this.life.board.set(Status.ok('watchingFleet', { count: this.watcher?.size ?? 0, total: this.total }));
+    if (this.fleet.health.up) this.options.show({ up: true, count: this.watcher?.size ?? 0, total: this.total });
   }
 }

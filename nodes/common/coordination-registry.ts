@@ -1,6 +1,7 @@
 /**
- * A charging-service configuration's side of *Coordinate replicas*
- * (docs/fleet.md): the process's Fleet for its Redis and fleet key, shared by
+ * A charging-service configuration's Coordination (nodes/lib/coordination):
+ * alone, a LocalCoordination; with *Coordinate replicas* (docs/fleet.md), one
+ * over the process's Fleet for its Redis and fleet key, shared by
  * every configuration of this process that names the same ones (one process
  * is one replica, however many configurations it has: counting each as a
  * replica halved every share of the rate and listed configurations as
@@ -10,8 +11,16 @@
  * it costs nothing at start-up.
  */
 import type { Node } from 'node-red';
+import type { Coordination } from '../lib/coordination/coordination';
+import { LocalCoordination } from '../lib/coordination/local';
 import type { Fleet } from '../lib/fleet/fleet';
 import type { FleetSettings } from './service-options';
+
+/** A configuration's coordination and how it lets go of it (closing the Fleet with its last user). */
+export interface OpenedCoordination {
+  coordination: Coordination;
+  release(): Promise<void>;
+}
 
 interface Shared {
   fleet: Fleet;
@@ -21,8 +30,9 @@ interface Shared {
 
 const shared = new Map<string, Shared>();
 
-/** The Fleet for these settings (opened, or the one this process has open), and how to let go of it. */
-export function openFleet(node: Node, settings: FleetSettings): { fleet: Fleet; release(): Promise<void> } {
+/** Alone when `settings` is null; else the coordination over the Fleet for these settings (opened, or the one this process has open). */
+export function openCoordination(node: Node, settings: FleetSettings | null): OpenedCoordination {
+  if (!settings) return { coordination: new LocalCoordination(), release: () => Promise.resolve() };
   const id = JSON.stringify([settings.fleetKey, settings.url]);
   let entry = shared.get(id);
   if (!entry) {
@@ -34,8 +44,10 @@ export function openFleet(node: Node, settings: FleetSettings): { fleet: Fleet; 
   e.users.push(node);
   const offHealth = healthLog(e.fleet, () => e.users[0] === node, node);
   let released = false;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { RedisCoordination } = require('../lib/fleet/coordination') as typeof import('../lib/fleet/coordination');
   return {
-    fleet: e.fleet,
+    coordination: new RedisCoordination(e.fleet),
     release: async () => {
       if (released) return;
       released = true;

@@ -1,34 +1,35 @@
 /**
- * charging-control with *Coordinate replicas*: the node's
- * side of FleetControlShare. Targets come and go with their leases (the
- * holder takes each up from the memory the fleet kept); a wish is posted to
- * the fleet, and the holder applies it at a check, which it runs as soon as
- * it sees a newer wish (read once per fleet cycle for the targets it holds).
- * Only the holder reads progress, sends and reports, so a target's messages
- * come out of one replica.
+ * A control node's targets with *Coordinate replicas*: the node's side of
+ * FleetControlShare. Targets come and go with their leases (the holder takes
+ * each up from the memory the fleet kept); a wish is posted to the fleet, and
+ * the holder applies it at a check, which it runs as soon as it sees a newer
+ * wish (read once per fleet cycle for the targets it holds). Only the holder
+ * reads progress, sends and reports, so a target's messages come out of one
+ * replica.
  */
-import type { NodeMessage } from 'node-red';
-import { monotonicNow } from '../lib/clock';
-import type { ControlBook } from '../lib/control/book';
-import type { ControlDeps } from '../lib/control/controller';
-import { fromKept, type ControlSettings } from '../lib/control/memory';
-import type { WishOptions } from '../lib/control/reconcile';
-import { targetKey, type ControlTarget } from '../lib/control/view';
-import { fenceInherited, FleetControlShare, type FleetWish } from '../lib/fleet/control-share';
-import type { Fleet } from '../lib/fleet/fleet';
-import type { NodeLifecycle } from './run-node';
+import { monotonicNow } from '../clock';
+import type { ControlBook } from '../control/book';
+import type { ControlDeps } from '../control/controller';
+import { fromKept, type ControlSettings } from '../control/memory';
+import type { WishOptions } from '../control/reconcile';
+import { targetKey, targetOf, type ControlTarget } from '../control/view';
+import type { ControlShare, ShareVoice } from '../coordination/coordination';
+import type { ChargingError } from '../errors';
+import { fenceInherited, FleetControlShare, type FleetWish } from './control-share';
+import type { Fleet } from './fleet';
 
-export class FleetControlLink {
+export class FleetControlLink implements ControlShare {
   readonly share: FleetControlShare;
   private book: ControlBook | null = null;
   private waitMs = 0;
+  private onShare: () => void = () => undefined;
   private readonly seen = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor(
     private readonly fleet: Fleet,
     scope: string,
-    private readonly life: NodeLifecycle,
+    private readonly voice: ShareVoice,
   ) {
     this.share = new FleetControlShare(fleet, scope, {
       onChange: (change) => {
@@ -45,17 +46,19 @@ export class FleetControlLink {
           const target = kept?.target ?? targetOf(a.token);
           if (target) book.adopt(target, kept?.memory ?? null);
         }
+        this.onShare();
       },
-      onError: (err) => life.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
+      onError: (err) => voice.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
     });
     this.timer = setInterval(() => void this.lookForWishes(), fleet.cycleMs);
     this.timer.unref?.();
   }
 
-  /** The book whose targets come with the leases, and its settings (the wait an inherited START is given; absent: none, the longest hold). */
-  attach(book: ControlBook, settings?: Pick<ControlSettings, 'waitMs'>): void {
+  /** The book whose targets come with the leases, and the wait an inherited START is given (absent: none, the longest hold). */
+  attach(book: ControlBook, settings?: Pick<ControlSettings, 'waitMs'>, onShare: () => void = () => undefined): void {
     this.book = book;
     this.waitMs = settings?.waitMs ?? 0;
+    this.onShare = onShare;
   }
 
   /** What the controllers ask the fleet: whether they hold the target, its newest wish, and where their memory is kept. */
@@ -68,13 +71,14 @@ export class FleetControlLink {
     };
   }
 
-  /** A wish from this replica's flow: posted for the holder (maybe this replica), which checks at once if it is here. */
-  async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
+  /** A wish from this replica's flow: posted for the holder (maybe this replica), which checks at once if it is here and reports by itself. */
+  async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<ChargingError | undefined> {
     const key = targetKey(target);
     await this.share.add(key);
     const seq = await this.share.post(key, { wanted, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) });
     const control = this.book?.get(key);
     if (control && this.share.holds(key)) this.kick(key, seq);
+    return undefined;
   }
 
   close(removed: boolean): Promise<void> {
@@ -95,16 +99,6 @@ export class FleetControlLink {
     if ((this.seen.get(key) ?? 0) >= seq) return;
     this.seen.set(key, seq);
     const control = this.book?.get(key);
-    void control?.check('command').then((err) => err && this.life.report(err, { topic: control.target.token, target: { ...control.target } } as NodeMessage));
-  }
-}
-
-/** A target from its key (targetKey: JSON of [locationId, evseId, token]). */
-function targetOf(key: string): ControlTarget | null {
-  try {
-    const [locationId, evseId, token] = JSON.parse(key) as unknown[];
-    return typeof locationId === 'string' && typeof evseId === 'string' && typeof token === 'string' ? { locationId, evseId, token } : null;
-  } catch {
-    return null;
+    void control?.check('command').then((err) => err && this.voice.report(err, { topic: control.target.token, target: { ...control.target } }));
   }
 }

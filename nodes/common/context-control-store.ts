@@ -14,7 +14,7 @@ import type { Node } from 'node-red';
 import { ChargingError } from '../lib/errors';
 import type { KeptTarget } from '../lib/control/memory';
 import type { ControlStore } from '../lib/control/store';
-import type { FlowContext } from './watch-store';
+import { flowContextOf, type FlowContext } from './flow-context';
 
 export const controlKey = (node: Pick<Node, 'id'>): string => `charging-control-${node.id}`;
 
@@ -27,7 +27,7 @@ export class ContextControlStore implements ControlStore {
   private readonly store: string | undefined;
 
   constructor(node: Node, store: string | undefined) {
-    this.flow = node.context().flow as unknown as FlowContext;
+    this.flow = flowContextOf(node);
     // Quoted, so that a node id with a dot or bracket stays one key.
     this.base = `"${controlKey(node)}"`;
     this.store = store || undefined;

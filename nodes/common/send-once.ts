@@ -12,7 +12,7 @@
  * naming the replica. No outcome in time (the sender stopped, Redis went away
  * while waiting): OUTCOME_UNKNOWN, never a resend from here. Redis unreachable
  * when claiming: the command goes out without deduplication, with a warning.
- * Without coordination this is the operation itself, nothing more.
+ * Alone (LocalCoordination) this is the operation itself, nothing more.
  */
 import type { NodeMessage } from 'node-red';
 import type { ChargingCommand } from '../lib/session/commands';
@@ -29,21 +29,20 @@ type Published = Fields | Array<Fields | null> | null;
 
 /** A whole operation may wait for the command's effect (minutes with *make sure it ends*): the claim outlives it. */
 export async function sendOnce(ctx: WorkContext, msg: NodeMessage, command: ChargingCommand, longestMs: number, operation: () => Promise<Outputs>): Promise<Outputs> {
-  const fleet = ctx.service.getFleet();
-  if (!fleet) return operation();
   let outputs: Outputs = null;
-  const run = await fleet.commands.run<Published>(
+  const run = await ctx.service.getCoordination().commands.run<Published>(
     command,
     async () => {
       outputs = await operation();
-      mark(outputs, { role: 'sent', replica: fleet.replicaId });
       return publishable(outputs);
     },
     longestMs,
     (err) => ctx.warnOnce('fleet-dedup', `Coordinate replicas: ${command.action} sent without deduplication (${err.message}); another replica may send it too`),
-    longestMs,
   );
-  if (run.role === 'sent') return outputs;
+  if (run.role === 'sent') {
+    if (run.sender) mark(outputs, { role: 'sent', replica: run.sender });
+    return outputs;
+  }
   if (run.role === 'unknown') {
     throw new ChargingError('OUTCOME_UNKNOWN', `${command.action} for ${command.token} was not sent here: ${run.message}. Check the session's progress before sending it again`, { outcomeUnknown: true });
   }

@@ -1,0 +1,40 @@
+/**
+ * Coordination through Redis (docs/fleet.md): the Coordination a
+ * configuration node hands its nodes when *Coordinate replicas* is set. Each
+ * capability is one piece of the Fleet: the command claim (dedup.ts), the
+ * client's shared token and budget (Fleet.clientHooks), a watch node's leases
+ * (watch-link.ts) and a control node's targets (control-link.ts).
+ */
+import type { FleetHooks } from '../client/fleet-hooks';
+import type { CommandRun, CommandShare, ControlShare, Coordination, ShareVoice, WatchShare, WatchShareOptions } from '../coordination/coordination';
+import type { ChargingError } from '../errors';
+import type { ChargingCommand } from '../session/commands';
+import { FleetControlLink } from './control-link';
+import type { Fleet } from './fleet';
+import { FleetWatchLink } from './watch-link';
+
+export class RedisCoordination implements Coordination {
+  readonly commands: CommandShare;
+
+  constructor(readonly fleet: Fleet) {
+    this.commands = {
+      run: async <T>(command: ChargingCommand, send: () => Promise<T>, longestMs: number, unshared: (err: ChargingError) => void): Promise<CommandRun<T>> => {
+        // The claim outlives the whole operation, and the others wait as long for its outcome.
+        const run = await fleet.commands.run(command, send, longestMs, unshared, longestMs);
+        return run.role === 'sent' ? { ...run, sender: fleet.replicaId } : run;
+      },
+    };
+  }
+
+  clientHooks(): FleetHooks {
+    return this.fleet.clientHooks();
+  }
+
+  watch(scope: string, options: WatchShareOptions): WatchShare {
+    return new FleetWatchLink(this.fleet, scope, options);
+  }
+
+  control(scope: string, voice: ShareVoice): ControlShare {
+    return new FleetControlLink(this.fleet, scope, voice);
+  }
+}
