@@ -7,7 +7,6 @@ import { clientOptions, Credentials, fleetSettings, ServiceSettings } from './co
 import { openFleet } from './common/fleet-link';
 import type { Fleet } from './lib/fleet/fleet';
 import { registerTestRoute } from './common/test-connection';
-import { useRuntimeLanguage } from './common/status';
 
 interface ServiceConfig extends NodeDef, ServiceSettings {
   meterUnit?: MeterUnit;
@@ -82,8 +81,6 @@ export = function register(RED: NodeAPI): void {
     });
   }
 
-  // Every node's badge speaks Node-RED's runtime language (settings.js `lang`, or the system's).
-  useRuntimeLanguage((key, values) => RED._(key, values));
   registerTestRoute(RED);
   RED.nodes.registerType('charging-service', ChargingService as unknown as (this: Node, def: NodeDef) => void, {
     credentials: {

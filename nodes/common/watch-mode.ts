@@ -14,7 +14,8 @@ import { chargingSessionSettings } from '../lib/settings';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
-import { formatEnergy, Status, WATCH_STATUS_GAP_MS } from './status';
+import { formatEnergy, Status } from './status';
+import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
 import { FleetWatchLink } from './watch-fleet';
 
