@@ -6,6 +6,7 @@
  * axiosOptions) beside them. Not part of npm test.
  *
  *   node dist/bench/compare-builds.js /path/to/other/dist [rounds]
+ *   node --expose-gc dist/bench/compare-builds.js /path/to/other/dist [rounds] --watch [tokens]
  *
  * 1. CPU per progress query at concurrency 1 and 10, default Max in flight,
  *    against bench/server.js (http, loopback): ServiceClient.getProgress of
@@ -14,14 +15,21 @@
  * 2. START/STOP latency over https (a private CA, each command on a connection
  *    of its own, as the client sends them): median and p90 of each build,
  *    interleaved in blocks.
+ *
+ * With --watch instead: CPU per poll of each build's watch node side by side
+ * (bench/compare-watch.ts).
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { compareWatch } from './compare-watch';
+import { ChildCalls, serve } from './ipc';
+import { startBenchServer } from './server';
 
 type Kind = 'a0' | 'client' | 'commands';
+type Call = ({ cmd: 'run' } & Job) | { cmd: 'exit' };
 interface Job {
   kind: Kind;
   dist: string;
@@ -30,11 +38,11 @@ interface Job {
   total: number;
   ca?: string;
 }
-interface Result {
+type Result = {
   cpuUs: number;
   n: number;
   latencies?: number[];
-}
+};
 
 const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures');
 
@@ -42,48 +50,50 @@ const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures');
 async function child(): Promise<void> {
   /* eslint-disable @typescript-eslint/no-require-imports */
   const clients = new Map<string, { run(i: number): Promise<void>; close(): void }>();
-  process.on('message', (job: Job) => {
-    void (async () => {
-      const key = `${job.kind}:${job.dist}:${job.base}`;
-      let c = clients.get(key);
-      if (!c) {
-        if (job.kind === 'a0') {
-          const floor = require(path.join(job.dist, 'bench', 'floor.js')) as typeof import('./floor');
-          const a0 = floor.a0Client(job.base, 32);
-          c = { run: (i) => a0.drive(i), close: () => a0.close() };
-        } else {
-          const mod = require(path.join(job.dist, 'nodes', 'lib', 'client', 'service-client.js')) as typeof import('../nodes/lib/client/service-client');
-          const client = new mod.ServiceClient({ baseUrl: job.base, authUrl: `${job.base}/auth`, clientId: 'bench', clientSecret: 'bench-secret', proxy: false, tls: job.ca ? { ca: job.ca } : undefined });
-          c =
-            job.kind === 'client'
-              ? { run: (i) => client.getProgress(`T${i}`).then(() => undefined), close: () => void client.close() }
-              : {
-                  run: (i) =>
-                    client
-                      .sendCommand(i % 2 ? { action: 'STOP', locationId: 'LOC-1', evseId: '1', token: `C${i - 1}`, transactionId: `TX-${i}` } : { action: 'START', locationId: 'LOC-1', evseId: '1', token: `C${i}` })
-                      .then(() => undefined),
-                  close: () => void client.close(),
-                };
-        }
-        clients.set(key, c);
+  serve<Call>(async (job) => {
+    if (job.cmd === 'exit') {
+      setImmediate(() => process.exit(0));
+      return {};
+    }
+    const key = `${job.kind}:${job.dist}:${job.base}`;
+    let c = clients.get(key);
+    if (!c) {
+      if (job.kind === 'a0') {
+        const floor = require(path.join(job.dist, 'bench', 'floor.js')) as typeof import('./floor');
+        const a0 = floor.a0Client(job.base, 32);
+        c = { run: (i) => a0.drive(i), close: () => a0.close() };
+      } else {
+        const mod = require(path.join(job.dist, 'nodes', 'lib', 'client', 'service-client.js')) as typeof import('../nodes/lib/client/service-client');
+        const client = new mod.ServiceClient({ baseUrl: job.base, authUrl: `${job.base}/auth`, clientId: 'bench', clientSecret: 'bench-secret', proxy: false, tls: job.ca ? { ca: job.ca } : undefined });
+        c =
+          job.kind === 'client'
+            ? { run: (i) => client.getProgress(`T${i}`).then(() => undefined), close: () => void client.close() }
+            : {
+                run: (i) =>
+                  client
+                    .sendCommand(i % 2 ? { action: 'STOP', locationId: 'LOC-1', evseId: '1', token: `C${i - 1}`, transactionId: `TX-${i}` } : { action: 'START', locationId: 'LOC-1', evseId: '1', token: `C${i}` })
+                    .then(() => undefined),
+                close: () => void client.close(),
+              };
       }
-      const run = c.run;
-      const latencies: number[] = [];
-      let next = 0;
-      const cpu0 = process.cpuUsage();
-      await Promise.all(
-        Array.from({ length: job.conc }, async () => {
-          while (next < job.total) {
-            const i = next++;
-            const t = performance.now();
-            await run(i);
-            latencies.push(performance.now() - t);
-          }
-        }),
-      );
-      const cpu = process.cpuUsage(cpu0);
-      process.send?.({ cpuUs: cpu.user + cpu.system, n: job.total, latencies: job.kind === 'commands' ? latencies : undefined } satisfies Result);
-    })();
+      clients.set(key, c);
+    }
+    const run = c.run;
+    const latencies: number[] = [];
+    let next = 0;
+    const cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: job.conc }, async () => {
+        while (next < job.total) {
+          const i = next++;
+          const t = performance.now();
+          await run(i);
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    return { cpuUs: cpu.user + cpu.system, n: job.total, latencies: job.kind === 'commands' ? latencies : undefined } satisfies Result;
   });
   /* eslint-enable @typescript-eslint/no-require-imports */
 }
@@ -99,12 +109,7 @@ function pct(xs: number[], p: number): number {
 }
 const fmt = (xs: number[]) => `${median(xs).toFixed(2)} [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
 
-function ask(proc: ChildProcess, job: Job): Promise<Result> {
-  return new Promise((resolve) => {
-    proc.once('message', (m: Result) => resolve(m));
-    proc.send(job);
-  });
-}
+const ask = (proc: ChildCalls<Call>, job: Job): Promise<Result> => proc.call<Result>({ cmd: 'run', ...job });
 
 /** A minimal https service for the command latency: a token and 202 for every command. */
 async function httpsService(): Promise<{ base: string; ca: string; close(): void }> {
@@ -126,15 +131,18 @@ async function parent(): Promise<void> {
   if (!fs.existsSync(path.join(other, 'nodes', 'lib', 'client', 'service-client.js'))) throw new Error('usage: node dist/bench/compare-builds.js /path/to/other/dist [rounds]');
   const ours = path.join(__dirname, '..');
   const rounds = Number(process.argv[3]) || 7;
-  const server = fork(path.join(__dirname, 'server.js'));
-  const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
-  const base = `http://127.0.0.1:${port}`;
+  const server = await startBenchServer();
+  if (process.argv.includes('--watch')) {
+    console.log(await compareWatch({ server, ours, other, rounds, tokens: Number(process.argv[process.argv.indexOf('--watch') + 1]) || undefined }));
+    return server.exit();
+  }
+  const base = server.base;
   const contenders: Array<[string, Kind, string]> = [
     ['a0 (axios as configured)', 'a0', ours],
     ['before (other build)', 'client', other],
     ['after (this build)', 'client', ours],
   ];
-  const procs = contenders.map(() => fork(__filename, ['--child'], { execArgv: ['--expose-gc'] }));
+  const procs = contenders.map(() => new ChildCalls<Call>(fork(__filename, ['--child'], { execArgv: ['--expose-gc'] })));
   const lines: string[] = [`Builds: before = ${other}, after = ${ours}. Node ${process.version}. ${rounds} rounds.`, ''];
   lines.push('### CPU per progress query (µs), default Max in flight', '', '| concurrency | a0 | before | after | before/a0 | after/a0 | after/before |', '|---|---|---|---|---|---|---|');
   for (const [conc, total] of [
@@ -169,8 +177,8 @@ async function parent(): Promise<void> {
   lines.push(`| after/before | ${(median(lat[1]) / median(lat[0])).toFixed(2)} | | ${(median(cpu[1]) / median(cpu[0])).toFixed(2)} |`);
   console.log(lines.join('\n'));
   svc.close();
-  for (const p of procs) p.kill();
-  server.send({ cmd: 'exit' });
+  await Promise.all(procs.map((p) => p.exit()));
+  await server.exit();
 }
 
 if (process.argv.includes('--child')) void child();
