@@ -10,9 +10,9 @@
  *    a configuration with it, each process its own fleet key, so that it is the
  *    only replica and owns every token): off, offB (the A/A) and on poll at the
  *    same time, every window opened and closed for all three together, each in
- *    another process in every window (as in the watch section of run.ts).
+ *    another process in every window (as in the watch section, bench/watch-bench.ts).
  * 2. Progress queries driven with msg input at concurrency 10 in this process
- *    (CPU of the runtime, as section 1 of run.ts): without Max requests per
+ *    (CPU of the runtime, as section 1, bench/query-bench.ts): without Max requests per
  *    second, on vs off (nothing of the fleet on the path but its token, cached);
  *    with it at 10 000/s, on vs off (the fleet budget: one Redis round trip per
  *    request).
@@ -341,7 +341,7 @@ async function queries(ctx: FleetBenchContext, redis: RedisServer, admin: Redis)
   return [
     `#### Progress queries, coordination off vs on, concurrency ${conc}, in this process`,
     '',
-    `A charging-progress node driven with msg input (as section 1 of run.ts: ${total} messages per run, ${rounds} rounds, the four contenders in an order rotated every round, each warmed up first), each on a configuration of its own: without and with *Coordinate replicas* (a fleet key each), without Max requests per second and with 10 000/s (high enough never to wait at ~3 000 queries/s: what is measured is the fleet budget's Redis round trip per request, not a limit). CPU is this process's (the runtime, ioredis included) per message; Redis's own CPU beside it. Ratios and differences within a round, median [min–max]. Token requests during the rounds: ${tokenRequests}.`,
+    `A charging-progress node driven with msg input (as section 1, bench/query-bench.ts: ${total} messages per run, ${rounds} rounds, the four contenders in an order rotated every round, each warmed up first), each on a configuration of its own: without and with *Coordinate replicas* (a fleet key each), without Max requests per second and with 10 000/s (high enough never to wait at ~3 000 queries/s: what is measured is the fleet budget's Redis round trip per request, not a limit). CPU is this process's (the runtime, ioredis included) per message; Redis's own CPU beside it. Ratios and differences within a round, median [min–max]. Token requests during the rounds: ${tokenRequests}.`,
     '',
     '| contender | CPU µs/msg | req/s | p50 / p99 ms | Redis scripts (EVALSHA) per query | Redis commands per query | Redis CPU µs/query | service GETs per query |',
     '|---|---|---|---|---|---|---|---|',
