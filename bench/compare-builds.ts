@@ -11,7 +11,9 @@
  * 1. CPU per progress query at concurrency 1 and 10, default Max in flight,
  *    against bench/server.js (http, loopback): ServiceClient.getProgress of
  *    each build and a0, interleaved, order rotated every round; ratios within
- *    a round, median [min-max] over the rounds.
+ *    a round, median [min-max] over the rounds. Beside them, each build's
+ *    charging-progress node in a Node-RED of its own (that build's
+ *    bench/runtime.js), driven with messages as section 1 of `npm run bench`.
  * 2. START/STOP latency over https (a private CA, each command on a connection
  *    of its own, as the client sends them): median and p90 of each build,
  *    interleaved in blocks.
@@ -26,9 +28,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { compareWatch } from './compare-watch';
 import { ChildCalls, serve } from './ipc';
+import { messageDriver } from './measure';
 import { startBenchServer } from './server';
 
-type Kind = 'a0' | 'client' | 'commands';
+type Kind = 'a0' | 'client' | 'node' | 'commands';
 type Call = ({ cmd: 'run' } & Job) | { cmd: 'exit' };
 interface Job {
   kind: Kind;
@@ -47,6 +50,20 @@ type Result = {
 const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures');
 
 // ------------------------------------------------------------------ child
+/** A charging-progress node at its defaults in a Node-RED of its own, with the build's nodes installed (its bench/runtime.js). */
+async function progressNode(job: Job): Promise<{ run(i: number): Promise<void>; close(): void }> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { EmbeddedNodeRed } = require(path.join(job.dist, 'bench', 'runtime.js')) as typeof import('./runtime');
+  const red = await EmbeddedNodeRed.start();
+  await red.deploy([
+    { id: 'tab', type: 'tab', label: 'compare' },
+    { id: 'svc', type: 'charging-service', baseUrl: job.base, authUrl: `${job.base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+    { id: 'b', type: 'charging-progress', z: 'tab', service: 'svc', wires: [['sink']] },
+    { id: 'sink', type: 'bench-sink', z: 'tab' },
+  ]);
+  return { run: messageDriver(red)('b'), close: () => void red.stop() };
+}
+
 async function child(): Promise<void> {
   /* eslint-disable @typescript-eslint/no-require-imports */
   const clients = new Map<string, { run(i: number): Promise<void>; close(): void }>();
@@ -62,6 +79,8 @@ async function child(): Promise<void> {
         const floor = require(path.join(job.dist, 'bench', 'floor.js')) as typeof import('./floor');
         const a0 = floor.a0Client(job.base, 32);
         c = { run: (i) => a0.drive(i), close: () => a0.close() };
+      } else if (job.kind === 'node') {
+        c = await progressNode(job);
       } else {
         const mod = require(path.join(job.dist, 'nodes', 'lib', 'client', 'service-client.js')) as typeof import('../nodes/lib/client/service-client');
         const client = new mod.ServiceClient({ baseUrl: job.base, authUrl: `${job.base}/auth`, clientId: 'bench', clientSecret: 'bench-secret', proxy: false, tls: job.ca ? { ca: job.ca } : undefined });
@@ -141,9 +160,12 @@ async function parent(): Promise<void> {
     ['a0 (axios as configured)', 'a0', ours],
     ['before (other build)', 'client', other],
     ['after (this build)', 'client', ours],
+    ['before, its node', 'node', other],
+    ['after, its node', 'node', ours],
   ];
   const procs = contenders.map(() => new ChildCalls<Call>(fork(__filename, ['--child'], { execArgv: ['--expose-gc'] })));
   const lines: string[] = [`Builds: before = ${other}, after = ${ours}. Node ${process.version}. ${rounds} rounds.`, ''];
+  const nodeLines = ['', '### CPU per message through charging-progress in Node-RED (µs), default Max in flight', '', '| concurrency | before | after | after/before |', '|---|---|---|---|'];
   lines.push('### CPU per progress query (µs), default Max in flight', '', '| concurrency | a0 | before | after | before/a0 | after/a0 | after/before |', '|---|---|---|---|---|---|---|');
   for (const [conc, total] of [
     [1, 3000],
@@ -160,7 +182,9 @@ async function parent(): Promise<void> {
     }
     const ratio = (a: number, b: number) => per[a].map((x, r) => x / per[b][r]);
     lines.push(`| ${conc} | ${median(per[0]).toFixed(0)} | ${median(per[1]).toFixed(0)} | ${median(per[2]).toFixed(0)} | ${fmt(ratio(1, 0))} | ${fmt(ratio(2, 0))} | ${fmt(ratio(2, 1))} |`);
+    nodeLines.push(`| ${conc} | ${median(per[3]).toFixed(0)} | ${median(per[4]).toFixed(0)} | ${fmt(ratio(4, 3))} |`);
   }
+  lines.push(...nodeLines);
   const svc = await httpsService();
   lines.push('', '### START/STOP over https (private CA), one at a time, each on a connection of its own', '', '| build | median ms | p90 ms | CPU µs/command |', '|---|---|---|---|');
   const lat: number[][] = [[], []];
