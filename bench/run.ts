@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import axios from 'axios';
 import { EmbeddedNodeRed } from './runtime';
-import { BenchContext, closedLoop, median, messageDriver, spread } from './measure';
+import { BenchContext, median, messageDriver } from './measure';
 import { FLEET_ONLY, QUICK, THROUGHPUT_ONLY, WATCH_ONLY } from './options';
 import { maxInFlight, singleFlight, statusWithEditor, throughput } from './query-bench';
 import { SEATS, watchAdds, watchScale } from './watch-bench';
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
   red.node('set').receive({});
   await new Promise((r) => setTimeout(r, 200));
 
-  const fleet = () => fleetSection({ red, base, quick: QUICK, getsBy: server.getsBy, counts: server.counts, closedLoop, throughNode: ctx.throughNode, median, spread });
+  const fleet = () => fleetSection(ctx);
   const sections = THROUGHPUT_ONLY
     ? [await throughput(ctx)]
     : FLEET_ONLY
