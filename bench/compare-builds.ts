@@ -6,22 +6,33 @@
  * axiosOptions) beside them. Not part of npm test.
  *
  *   node dist/bench/compare-builds.js /path/to/other/dist [rounds]
+ *   node --expose-gc dist/bench/compare-builds.js /path/to/other/dist [rounds] --watch [tokens]
  *
  * 1. CPU per progress query at concurrency 1 and 10, default Max in flight,
  *    against bench/server.js (http, loopback): ServiceClient.getProgress of
  *    each build and a0, interleaved, order rotated every round; ratios within
- *    a round, median [min-max] over the rounds.
+ *    a round, median [min-max] over the rounds. Beside them, each build's
+ *    charging-progress node in a Node-RED of its own (that build's
+ *    bench/runtime.js), driven with messages as section 1 of `npm run bench`.
  * 2. START/STOP latency over https (a private CA, each command on a connection
  *    of its own, as the client sends them): median and p90 of each build,
  *    interleaved in blocks.
+ *
+ * With --watch instead: CPU per poll of each build's watch node side by side
+ * (bench/compare-watch.ts).
  */
-import { ChildProcess, fork } from 'node:child_process';
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { compareWatch } from './compare-watch';
+import { ChildCalls, serve } from './ipc';
+import { messageDriver } from './measure';
+import { startBenchServer } from './server';
 
-type Kind = 'a0' | 'client' | 'commands';
+type Kind = 'a0' | 'client' | 'node' | 'commands';
+type Call = ({ cmd: 'run' } & Job) | { cmd: 'exit' };
 interface Job {
   kind: Kind;
   dist: string;
@@ -30,60 +41,78 @@ interface Job {
   total: number;
   ca?: string;
 }
-interface Result {
+type Result = {
   cpuUs: number;
   n: number;
   latencies?: number[];
-}
+};
 
 const FIXTURES = path.join(__dirname, '..', '..', 'test', 'fixtures');
 
 // ------------------------------------------------------------------ child
+/** A charging-progress node at its defaults in a Node-RED of its own, with the build's nodes installed (its bench/runtime.js). */
+async function progressNode(job: Job): Promise<{ run(i: number): Promise<void>; close(): void }> {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { EmbeddedNodeRed } = require(path.join(job.dist, 'bench', 'runtime.js')) as typeof import('./runtime');
+  const red = await EmbeddedNodeRed.start();
+  await red.deploy([
+    { id: 'tab', type: 'tab', label: 'compare' },
+    { id: 'svc', type: 'charging-service', baseUrl: job.base, authUrl: `${job.base}/auth`, scope: '', timeout: 10, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+    { id: 'b', type: 'charging-progress', z: 'tab', service: 'svc', wires: [['sink']] },
+    { id: 'sink', type: 'bench-sink', z: 'tab' },
+  ]);
+  return { run: messageDriver(red)('b'), close: () => void red.stop() };
+}
+
 async function child(): Promise<void> {
   /* eslint-disable @typescript-eslint/no-require-imports */
   const clients = new Map<string, { run(i: number): Promise<void>; close(): void }>();
-  process.on('message', (job: Job) => {
-    void (async () => {
-      const key = `${job.kind}:${job.dist}:${job.base}`;
-      let c = clients.get(key);
-      if (!c) {
-        if (job.kind === 'a0') {
-          const floor = require(path.join(job.dist, 'bench', 'floor.js')) as typeof import('./floor');
-          const a0 = floor.a0Client(job.base, 32);
-          c = { run: (i) => a0.drive(i), close: () => a0.close() };
-        } else {
-          const mod = require(path.join(job.dist, 'nodes', 'lib', 'client', 'service-client.js')) as typeof import('../nodes/lib/client/service-client');
-          const client = new mod.ServiceClient({ baseUrl: job.base, authUrl: `${job.base}/auth`, clientId: 'bench', clientSecret: 'bench-secret', proxy: false, tls: job.ca ? { ca: job.ca } : undefined });
-          c =
-            job.kind === 'client'
-              ? { run: (i) => client.getProgress(`T${i}`).then(() => undefined), close: () => void client.close() }
-              : {
-                  run: (i) =>
-                    client
-                      .sendCommand(i % 2 ? { action: 'STOP', locationId: 'LOC-1', evseId: '1', token: `C${i - 1}`, transactionId: `TX-${i}` } : { action: 'START', locationId: 'LOC-1', evseId: '1', token: `C${i}` })
-                      .then(() => undefined),
-                  close: () => void client.close(),
-                };
-        }
-        clients.set(key, c);
+  serve<Call>(async (job) => {
+    if (job.cmd === 'exit') {
+      setImmediate(() => process.exit(0));
+      return {};
+    }
+    const key = `${job.kind}:${job.dist}:${job.base}`;
+    let c = clients.get(key);
+    if (!c) {
+      if (job.kind === 'a0') {
+        const floor = require(path.join(job.dist, 'bench', 'floor.js')) as typeof import('./floor');
+        const a0 = floor.a0Client(job.base, 32);
+        c = { run: (i) => a0.drive(i), close: () => a0.close() };
+      } else if (job.kind === 'node') {
+        c = await progressNode(job);
+      } else {
+        const mod = require(path.join(job.dist, 'nodes', 'lib', 'client', 'service-client.js')) as typeof import('../nodes/lib/client/service-client');
+        const client = new mod.ServiceClient({ baseUrl: job.base, authUrl: `${job.base}/auth`, clientId: 'bench', clientSecret: 'bench-secret', proxy: false, tls: job.ca ? { ca: job.ca } : undefined });
+        c =
+          job.kind === 'client'
+            ? { run: (i) => client.getProgress(`T${i}`).then(() => undefined), close: () => void client.close() }
+            : {
+                run: (i) =>
+                  client
+                    .sendCommand(i % 2 ? { action: 'STOP', locationId: 'LOC-1', evseId: '1', token: `C${i - 1}`, transactionId: `TX-${i}` } : { action: 'START', locationId: 'LOC-1', evseId: '1', token: `C${i}` })
+                    .then(() => undefined),
+                close: () => void client.close(),
+              };
       }
-      const run = c.run;
-      const latencies: number[] = [];
-      let next = 0;
-      const cpu0 = process.cpuUsage();
-      await Promise.all(
-        Array.from({ length: job.conc }, async () => {
-          while (next < job.total) {
-            const i = next++;
-            const t = performance.now();
-            await run(i);
-            latencies.push(performance.now() - t);
-          }
-        }),
-      );
-      const cpu = process.cpuUsage(cpu0);
-      process.send?.({ cpuUs: cpu.user + cpu.system, n: job.total, latencies: job.kind === 'commands' ? latencies : undefined } satisfies Result);
-    })();
+      clients.set(key, c);
+    }
+    const run = c.run;
+    const latencies: number[] = [];
+    let next = 0;
+    const cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: job.conc }, async () => {
+        while (next < job.total) {
+          const i = next++;
+          const t = performance.now();
+          await run(i);
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    const cpu = process.cpuUsage(cpu0);
+    return { cpuUs: cpu.user + cpu.system, n: job.total, latencies: job.kind === 'commands' ? latencies : undefined } satisfies Result;
   });
   /* eslint-enable @typescript-eslint/no-require-imports */
 }
@@ -99,12 +128,7 @@ function pct(xs: number[], p: number): number {
 }
 const fmt = (xs: number[]) => `${median(xs).toFixed(2)} [${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}]`;
 
-function ask(proc: ChildProcess, job: Job): Promise<Result> {
-  return new Promise((resolve) => {
-    proc.once('message', (m: Result) => resolve(m));
-    proc.send(job);
-  });
-}
+const ask = (proc: ChildCalls<Call>, job: Job): Promise<Result> => proc.call<Result>({ cmd: 'run', ...job });
 
 /** A minimal https service for the command latency: a token and 202 for every command. */
 async function httpsService(): Promise<{ base: string; ca: string; close(): void }> {
@@ -126,16 +150,22 @@ async function parent(): Promise<void> {
   if (!fs.existsSync(path.join(other, 'nodes', 'lib', 'client', 'service-client.js'))) throw new Error('usage: node dist/bench/compare-builds.js /path/to/other/dist [rounds]');
   const ours = path.join(__dirname, '..');
   const rounds = Number(process.argv[3]) || 7;
-  const server = fork(path.join(__dirname, 'server.js'));
-  const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
-  const base = `http://127.0.0.1:${port}`;
+  const server = await startBenchServer();
+  if (process.argv.includes('--watch')) {
+    console.log(await compareWatch({ server, ours, other, rounds, tokens: Number(process.argv[process.argv.indexOf('--watch') + 1]) || undefined }));
+    return server.exit();
+  }
+  const base = server.base;
   const contenders: Array<[string, Kind, string]> = [
     ['a0 (axios as configured)', 'a0', ours],
     ['before (other build)', 'client', other],
     ['after (this build)', 'client', ours],
+    ['before, its node', 'node', other],
+    ['after, its node', 'node', ours],
   ];
-  const procs = contenders.map(() => fork(__filename, ['--child'], { execArgv: ['--expose-gc'] }));
+  const procs = contenders.map(() => new ChildCalls<Call>(fork(__filename, ['--child'], { execArgv: ['--expose-gc'] })));
   const lines: string[] = [`Builds: before = ${other}, after = ${ours}. Node ${process.version}. ${rounds} rounds.`, ''];
+  const nodeLines = ['', '### CPU per message through charging-progress in Node-RED (µs), default Max in flight', '', '| concurrency | before | after | after/before |', '|---|---|---|---|'];
   lines.push('### CPU per progress query (µs), default Max in flight', '', '| concurrency | a0 | before | after | before/a0 | after/a0 | after/before |', '|---|---|---|---|---|---|---|');
   for (const [conc, total] of [
     [1, 3000],
@@ -152,7 +182,9 @@ async function parent(): Promise<void> {
     }
     const ratio = (a: number, b: number) => per[a].map((x, r) => x / per[b][r]);
     lines.push(`| ${conc} | ${median(per[0]).toFixed(0)} | ${median(per[1]).toFixed(0)} | ${median(per[2]).toFixed(0)} | ${fmt(ratio(1, 0))} | ${fmt(ratio(2, 0))} | ${fmt(ratio(2, 1))} |`);
+    nodeLines.push(`| ${conc} | ${median(per[3]).toFixed(0)} | ${median(per[4]).toFixed(0)} | ${fmt(ratio(4, 3))} |`);
   }
+  lines.push(...nodeLines);
   const svc = await httpsService();
   lines.push('', '### START/STOP over https (private CA), one at a time, each on a connection of its own', '', '| build | median ms | p90 ms | CPU µs/command |', '|---|---|---|---|');
   const lat: number[][] = [[], []];
@@ -169,8 +201,8 @@ async function parent(): Promise<void> {
   lines.push(`| after/before | ${(median(lat[1]) / median(lat[0])).toFixed(2)} | | ${(median(cpu[1]) / median(cpu[0])).toFixed(2)} |`);
   console.log(lines.join('\n'));
   svc.close();
-  for (const p of procs) p.kill();
-  server.send({ cmd: 'exit' });
+  await Promise.all(procs.map((p) => p.exit()));
+  await server.exit();
 }
 
 if (process.argv.includes('--child')) void child();

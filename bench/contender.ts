@@ -26,7 +26,7 @@ import type { NodeMessage } from 'node-red';
 /**
  * mem, file: our watch node with each store; bare: the floor; nodered: bare axios
  * plus one Node-RED message per poll. Two more, to split our node into layers
- * (BENCH_WATCH_SEATS in run.ts): clientmsg, the deployed configuration's
+ * (BENCH_WATCH_SEATS in watch-bench.ts): clientmsg, the deployed configuration's
  * ServiceClient on bare's schedule with each record sent on as one message
  * (our request pipeline and nothing else of watch mode); watchermsg, a
  * SessionWatcher over that client, each event sent on as the node's message
@@ -134,5 +134,5 @@ async function handle(m: ContenderCommand): Promise<Record<string, unknown>> {
   }
 }
 
-// Only in the forked contender: run.ts imports this file for CONTENDER_KINDS.
+// Only in the forked contender: watch-bench.ts imports this file for CONTENDER_KINDS.
 if (require.main === module) serve(handle);

@@ -10,9 +10,9 @@
  *    a configuration with it, each process its own fleet key, so that it is the
  *    only replica and owns every token): off, offB (the A/A) and on poll at the
  *    same time, every window opened and closed for all three together, each in
- *    another process in every window (as in the watch section of run.ts).
+ *    another process in every window (as in the watch section, bench/watch-bench.ts).
  * 2. Progress queries driven with msg input at concurrency 10 in this process
- *    (CPU of the runtime, as section 1 of run.ts): without Max requests per
+ *    (CPU of the runtime, as section 1, bench/query-bench.ts): without Max requests per
  *    second, on vs off (nothing of the fleet on the path but its token, cached);
  *    with it at 10 000/s, on vs off (the fleet budget: one Redis round trip per
  *    request).
@@ -25,31 +25,13 @@ import type { Redis } from 'ioredis';
 import { EmbeddedNodeRed, type FlowNode } from './runtime';
 import type { Drive } from './floor';
 import { ChildCalls, serve } from './ipc';
+import { BenchContext, closedLoop, median, Sample, spread } from './measure';
+import { QUICK } from './options';
 import { REDIS_SERVER, RedisServer } from '../test/redis-server';
 
 const INTERVAL_SEC = 10;
 /** every token polled once (its first-poll `started`) and, with coordination, the leases taken at the fleet's next cycle (2 s) */
 const SETTLE_MS = (INTERVAL_SEC + 2) * 1000;
-
-export interface Sample {
-  rps: number;
-  p50: number;
-  p99: number;
-  cpuUs: number;
-}
-
-/** What run.ts lends this section: its runtime, the bench server and its measuring loop. */
-export interface FleetBenchContext {
-  red: EmbeddedNodeRed;
-  base: string;
-  quick: boolean;
-  getsBy(): Promise<Record<string, number>>;
-  counts(): Promise<{ token: number; get: number }>;
-  closedLoop(total: number, conc: number, one: Drive): Promise<Sample>;
-  throughNode(id: string, token?: (i: number) => string): Drive;
-  median(xs: number[]): number;
-  spread(xs: number[], d?: number): string;
-}
 
 // ------------------------------------------------------------------ the contender process (part 1)
 
@@ -159,22 +141,22 @@ interface WindowResult {
   redisCpuMs: number;
 }
 
-async function watchSideBySide(ctx: FleetBenchContext, redis: RedisServer, admin: Redis): Promise<string> {
+async function watchSideBySide(ctx: BenchContext, redis: RedisServer, admin: Redis): Promise<string> {
   const procs = await Promise.all(
     ROLES.map(async (_, i) => {
       const p = new ChildCalls<FleetCommand>(fork(path.join(__dirname, 'fleet.js'), { execArgv: ['--expose-gc'] }));
-      await p.call({ cmd: 'init', base: ctx.base, redisUrl: redis.url, fleetKey: `bench-fleet-p${i}` });
+      await p.call({ cmd: 'init', base: ctx.server.base, redisUrl: redis.url, fleetKey: `bench-fleet-p${i}` });
       return p;
     }),
   );
   const all = (m: FleetCommand) => Promise.all(procs.map((p) => p.call(m)));
   const startAll = (n: number, w: number) => Promise.all(procs.map((p, i) => p.call({ cmd: 'start', kind: seatOf(i, w).kind, n, prefix: seatOf(i, w).prefix })));
   const window = async (ms: number): Promise<WindowResult> => {
-    const [g0, r0] = [await ctx.getsBy(), await redisStats(admin)];
+    const [g0, r0] = [await ctx.server.getsBy(), await redisStats(admin)];
     await all({ cmd: 'begin' });
     await new Promise((r) => setTimeout(r, ms));
     const ends = await all({ cmd: 'end' });
-    const [g1, r1] = [await ctx.getsBy(), await redisStats(admin)];
+    const [g1, r1] = [await ctx.server.getsBy(), await redisStats(admin)];
     return {
       cpuMs: ends.map((e) => e.cpuMs),
       emitted: ends.map((e) => e.emitted),
@@ -187,21 +169,21 @@ async function watchSideBySide(ctx: FleetBenchContext, redis: RedisServer, admin
     // Idle: each process's CPU per second with nothing watched (Node-RED's timers, each configuration's fleet heartbeat), and Redis's commands and CPU then.
     await new Promise((r) => setTimeout(r, 3000));
     const idleWindows: WindowResult[] = [];
-    for (let q = 0; q < 4; q++) idleWindows.push(await window(ctx.quick ? 1000 : 2500));
-    const idleMs = ctx.quick ? 1000 : 2500;
-    const idleCpuPerSec = procs.map((_, i) => ctx.median(idleWindows.map((w) => w.cpuMs[i])) / (idleMs / 1000));
+    for (let q = 0; q < 4; q++) idleWindows.push(await window(QUICK ? 1000 : 2500));
+    const idleMs = QUICK ? 1000 : 2500;
+    const idleCpuPerSec = procs.map((_, i) => median(idleWindows.map((w) => w.cpuMs[i])) / (idleMs / 1000));
     // Per command, as a mean: a heartbeat every 2 s falls into some quarters and not others.
     const idleCallsPerSec: Record<string, number> = {};
     for (const w of idleWindows) for (const [k, v] of Object.entries(w.redisCalls)) idleCallsPerSec[k] = (idleCallsPerSec[k] ?? 0) + v / ((idleWindows.length * idleMs) / 1000);
-    const idleRedisCpuPerSec = ctx.median(idleWindows.map((w) => w.redisCpuMs)) / (idleMs / 1000);
+    const idleRedisCpuPerSec = median(idleWindows.map((w) => w.redisCpuMs)) / (idleMs / 1000);
     // Warm-up: every process runs every role's code for a while at 1 000 tokens, so that each has it compiled.
     for (let w = 0; w < ROLES.length; w++) {
       await startAll(1000, w);
-      await new Promise((r) => setTimeout(r, ctx.quick ? 3000 : 6000));
+      await new Promise((r) => setTimeout(r, QUICK ? 3000 : 6000));
       await all({ cmd: 'stop' });
     }
     const rows: string[] = [];
-    for (const n of ctx.quick ? [100] : [100, 1000]) {
+    for (const n of QUICK ? [100] : [100, 1000]) {
       rows.push(await watchSize(ctx, n, { procs, all, startAll, window, idleCpuPerSec, idleCallsPerSec, idleRedisCpuPerSec }));
       console.log(rows.at(-1));
     }
@@ -229,9 +211,9 @@ interface SizeTools {
   idleRedisCpuPerSec: number;
 }
 
-async function watchSize(ctx: FleetBenchContext, n: number, t: SizeTools): Promise<string> {
-  const windows = ctx.quick ? ROLES.length : n <= 100 ? 2 * ROLES.length : ROLES.length;
-  const windowMs = ctx.quick ? 5000 : n <= 100 ? 15_000 : 10_000;
+async function watchSize(ctx: BenchContext, n: number, t: SizeTools): Promise<string> {
+  const windows = QUICK ? ROLES.length : n <= 100 ? 2 * ROLES.length : ROLES.length;
+  const windowMs = QUICK ? 5000 : n <= 100 ? 15_000 : 10_000;
   const cpu: Record<Role, number[]> = { off: [], offB: [], on: [] };
   const polls: Record<Role, number[]> = { off: [], offB: [], on: [] };
   const events: Record<Role, number[]> = { off: [], offB: [], on: [] };
@@ -242,9 +224,9 @@ async function watchSize(ctx: FleetBenchContext, n: number, t: SizeTools): Promi
     if (w > 0) await t.all({ cmd: 'stop' });
     await t.startAll(n, w);
     await new Promise((r) => setTimeout(r, SETTLE_MS));
-    const tok0 = (await ctx.counts()).token;
+    const tok0 = (await ctx.server.counts()).token;
     const got = await t.window(windowMs);
-    tokensInWindows += (await ctx.counts()).token - tok0;
+    tokensInWindows += (await ctx.server.counts()).token - tok0;
     t.procs.forEach((_, i) => {
       const c = seatOf(i, w);
       cpu[c.role].push(got.cpuMs[i] - (t.idleCpuPerSec[i] * windowMs) / 1000);
@@ -275,7 +257,7 @@ async function watchSize(ctx: FleetBenchContext, n: number, t: SizeTools): Promi
   const expected = (n * seconds) / INTERVAL_SEC;
   const evPerGet = (r: Role) => (events[r].reduce((a, b) => a + b, 0) / Math.max(1, total(r))).toFixed(3);
   const offPool = ((cpu.off.reduce((a, b) => a + b, 0) + cpu.offB.reduce((a, b) => a + b, 0)) * 1000) / (total('off') + total('offB'));
-  return `| ${n} | ${windows} × ${windowMs / 1000} | ${inAll('off').toFixed(0)} | ${inAll('offB').toFixed(0)} | ${inAll('on').toFixed(0)} | **${ctx.spread(onOff)}** | ${(inAll('on') / offPool).toFixed(2)} | ${ctx.spread(aa)} | ${(inAll('on') - offPool).toFixed(0)} | ${scriptsPerPoll.toFixed(2)} | ${sum(perPoll).toFixed(2)} | ${byCommand} | ${redisCpuUs.toFixed(0)} | ${((total('off') + total('offB')) / 2 / expected).toFixed(3)} / ${(total('on') / expected).toFixed(3)} | ${tokensInWindows} | ${evPerGet('off')} / ${evPerGet('on')} |`;
+  return `| ${n} | ${windows} × ${windowMs / 1000} | ${inAll('off').toFixed(0)} | ${inAll('offB').toFixed(0)} | ${inAll('on').toFixed(0)} | **${spread(onOff)}** | ${(inAll('on') / offPool).toFixed(2)} | ${spread(aa)} | ${(inAll('on') - offPool).toFixed(0)} | ${scriptsPerPoll.toFixed(2)} | ${sum(perPoll).toFixed(2)} | ${byCommand} | ${redisCpuUs.toFixed(0)} | ${((total('off') + total('offB')) / 2 / expected).toFixed(3)} / ${(total('on') / expected).toFixed(3)} | ${tokensInWindows} | ${evPerGet('off')} / ${evPerGet('on')} |`;
 }
 
 // ------------------------------------------------------------------ part 2: progress queries in this process
@@ -301,25 +283,25 @@ function queryFlow(base: string, redisUrl: string): FlowNode[] {
   ];
 }
 
-async function queries(ctx: FleetBenchContext, redis: RedisServer, admin: Redis): Promise<string> {
-  await ctx.red.deploy(queryFlow(ctx.base, redis.url));
+async function queries(ctx: BenchContext, redis: RedisServer, admin: Redis): Promise<string> {
+  await ctx.red.deploy(queryFlow(ctx.server.base, redis.url));
   const conc = 10;
-  const total = ctx.quick ? 500 : 2000;
-  const rounds = ctx.quick ? 2 : 7;
+  const total = QUICK ? 500 : 2000;
+  const rounds = QUICK ? 2 : 7;
   const drives = new Map<QueryId, Drive>(QUERY_CONTENDERS.map((c) => [c.id, ctx.throughNode(c.id)]));
-  for (const c of QUERY_CONTENDERS) await ctx.closedLoop(Math.max(200, total / 4), conc, drives.get(c.id)!); // warm-up: code compiled, tokens fetched
+  for (const c of QUERY_CONTENDERS) await closedLoop(Math.max(200, total / 4), conc, drives.get(c.id)!); // warm-up: code compiled, tokens fetched
   const samples = new Map<QueryId, Sample[]>(QUERY_CONTENDERS.map((c) => [c.id, []]));
   const calls = new Map<QueryId, number[]>(QUERY_CONTENDERS.map((c) => [c.id, []]));
   const scripts = new Map<QueryId, number[]>(QUERY_CONTENDERS.map((c) => [c.id, []]));
   const redisCpu = new Map<QueryId, number[]>(QUERY_CONTENDERS.map((c) => [c.id, []]));
   const gets = new Map<QueryId, number[]>(QUERY_CONTENDERS.map((c) => [c.id, []]));
-  const tokens0 = (await ctx.counts()).token;
+  const tokens0 = (await ctx.server.counts()).token;
   for (let r = 0; r < rounds; r++) {
     const k = r % QUERY_CONTENDERS.length;
     for (const c of [...QUERY_CONTENDERS.slice(k), ...QUERY_CONTENDERS.slice(0, k)]) {
-      const [r0, g0] = [await redisStats(admin), (await ctx.counts()).get];
-      samples.get(c.id)!.push(await ctx.closedLoop(total, conc, drives.get(c.id)!));
-      const [r1, g1] = [await redisStats(admin), (await ctx.counts()).get];
+      const [r0, g0] = [await redisStats(admin), (await ctx.server.counts()).get];
+      samples.get(c.id)!.push(await closedLoop(total, conc, drives.get(c.id)!));
+      const [r1, g1] = [await redisStats(admin), (await ctx.server.counts()).get];
       const between = callsBetween(r0.calls, r1.calls);
       calls.get(c.id)!.push(sum(between) / total);
       scripts.get(c.id)!.push(((between.evalsha ?? 0) + (between.eval ?? 0)) / total);
@@ -327,7 +309,7 @@ async function queries(ctx: FleetBenchContext, redis: RedisServer, admin: Redis)
       gets.get(c.id)!.push((g1 - g0) / total);
     }
   }
-  const tokenRequests = (await ctx.counts()).token - tokens0;
+  const tokenRequests = (await ctx.server.counts()).token - tokens0;
   // The configurations close (their fleets given back) while Redis still answers.
   await ctx.red.deploy([{ id: 'tab', type: 'tab', label: 'fleet done' }]);
   const s = (id: QueryId) => samples.get(id)!;
@@ -336,12 +318,12 @@ async function queries(ctx: FleetBenchContext, redis: RedisServer, admin: Redis)
   const p50diff = (a: QueryId, b: QueryId) => s(a).map((x, i) => (x.p50 - s(b)[i].p50) * 1000);
   const rows = QUERY_CONTENDERS.map(
     (c) =>
-      `| ${c.label} | ${ctx.median(s(c.id).map((x) => x.cpuUs)).toFixed(0)} | ${ctx.median(s(c.id).map((x) => x.rps)).toFixed(0)} | ${ctx.median(s(c.id).map((x) => x.p50)).toFixed(2)} / ${ctx.median(s(c.id).map((x) => x.p99)).toFixed(2)} | ${ctx.median(scripts.get(c.id)!).toFixed(2)} | ${ctx.median(calls.get(c.id)!).toFixed(2)} | ${ctx.median(redisCpu.get(c.id)!).toFixed(0)} | ${ctx.median(gets.get(c.id)!).toFixed(3)} |`,
+      `| ${c.label} | ${median(s(c.id).map((x) => x.cpuUs)).toFixed(0)} | ${median(s(c.id).map((x) => x.rps)).toFixed(0)} | ${median(s(c.id).map((x) => x.p50)).toFixed(2)} / ${median(s(c.id).map((x) => x.p99)).toFixed(2)} | ${median(scripts.get(c.id)!).toFixed(2)} | ${median(calls.get(c.id)!).toFixed(2)} | ${median(redisCpu.get(c.id)!).toFixed(0)} | ${median(gets.get(c.id)!).toFixed(3)} |`,
   );
   return [
     `#### Progress queries, coordination off vs on, concurrency ${conc}, in this process`,
     '',
-    `A charging-progress node driven with msg input (as section 1 of run.ts: ${total} messages per run, ${rounds} rounds, the four contenders in an order rotated every round, each warmed up first), each on a configuration of its own: without and with *Coordinate replicas* (a fleet key each), without Max requests per second and with 10 000/s (high enough never to wait at ~3 000 queries/s: what is measured is the fleet budget's Redis round trip per request, not a limit). CPU is this process's (the runtime, ioredis included) per message; Redis's own CPU beside it. Ratios and differences within a round, median [min–max]. Token requests during the rounds: ${tokenRequests}.`,
+    `A charging-progress node driven with msg input (as section 1, bench/query-bench.ts: ${total} messages per run, ${rounds} rounds, the four contenders in an order rotated every round, each warmed up first), each on a configuration of its own: without and with *Coordinate replicas* (a fleet key each), without Max requests per second and with 10 000/s (high enough never to wait at ~3 000 queries/s: what is measured is the fleet budget's Redis round trip per request, not a limit). CPU is this process's (the runtime, ioredis included) per message; Redis's own CPU beside it. Ratios and differences within a round, median [min–max]. Token requests during the rounds: ${tokenRequests}.`,
     '',
     '| contender | CPU µs/msg | req/s | p50 / p99 ms | Redis scripts (EVALSHA) per query | Redis commands per query | Redis CPU µs/query | service GETs per query |',
     '|---|---|---|---|---|---|---|---|',
@@ -349,14 +331,14 @@ async function queries(ctx: FleetBenchContext, redis: RedisServer, admin: Redis)
     '',
     '| | CPU on/off | CPU on − off, µs/msg | p50 on − off, µs |',
     '|---|---|---|---|',
-    `| no Max requests per second | **${ctx.spread(ratio('q-on', 'q-off'))}** | ${ctx.spread(diff('q-on', 'q-off'), 0)} | ${ctx.spread(p50diff('q-on', 'q-off'), 0)} |`,
-    `| Max requests per second 10 000 (fleet budget) | **${ctx.spread(ratio('q-on-rps', 'q-off-rps'))}** | ${ctx.spread(diff('q-on-rps', 'q-off-rps'), 0)} | ${ctx.spread(p50diff('q-on-rps', 'q-off-rps'), 0)} |`,
-    `| with the limit over without it, coordination off (the local budget alone) | ${ctx.spread(ratio('q-off-rps', 'q-off'))} | ${ctx.spread(diff('q-off-rps', 'q-off'), 0)} | ${ctx.spread(p50diff('q-off-rps', 'q-off'), 0)} |`,
+    `| no Max requests per second | **${spread(ratio('q-on', 'q-off'))}** | ${spread(diff('q-on', 'q-off'), 0)} | ${spread(p50diff('q-on', 'q-off'), 0)} |`,
+    `| Max requests per second 10 000 (fleet budget) | **${spread(ratio('q-on-rps', 'q-off-rps'))}** | ${spread(diff('q-on-rps', 'q-off-rps'), 0)} | ${spread(p50diff('q-on-rps', 'q-off-rps'), 0)} |`,
+    `| with the limit over without it, coordination off (the local budget alone) | ${spread(ratio('q-off-rps', 'q-off'))} | ${spread(diff('q-off-rps', 'q-off'), 0)} | ${spread(p50diff('q-off-rps', 'q-off'), 0)} |`,
   ].join('\n');
 }
 
 /** The section: its own redis-server (no persistence, loopback), part 1 in three processes, part 2 in this one. */
-export async function fleetSection(ctx: FleetBenchContext): Promise<string> {
+export async function fleetSection(ctx: BenchContext): Promise<string> {
   const head = '### 7. Coordinate replicas: coordination off vs on, side by side (issue 35)';
   if (!REDIS_SERVER) return `${head}\n\nSkipped: redis-server is not installed (apt-get install redis-server).`;
   const redis = await RedisServer.start({ persist: false });

@@ -1,7 +1,7 @@
 /**
  * The floor every benchmark contender is compared with: axios built with the
  * client's own axiosOptions() and keep-alive agents, a prebuilt URL, and
- * JSON.parse of the body (bench/run.ts and bench/watch-profile.ts both use it).
+ * JSON.parse of the body (bench/query-bench.ts, watch-bench.ts via contender.ts, and watch-profile.ts use it).
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -35,7 +35,7 @@ export function a0Client(base: string, maxSockets: number, prefix = 'T'): { driv
 /**
  * Bare axios polling as barePolling does, each record handed to `send` as a
  * message: with a minimal node's send, what any node that emits one Node-RED
- * message per poll pays (the 'nodered' contender of bench/run.ts and bench/watch-profile.ts).
+ * message per poll pays (the 'nodered' contender of bench/watch-bench.ts and bench/watch-profile.ts).
  */
 export function messagePolling(base: string, n: number, intervalMs: number, send: (msg: { topic: string; payload: unknown }) => void, prefix = 'T'): { stop(): void; polls(): number } {
   const a0 = a0Client(base, DEFAULT_MAX_IN_FLIGHT, prefix);

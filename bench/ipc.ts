@@ -1,5 +1,5 @@
 /**
- * The bench's forked processes (contender.ts, fleet.ts) and the parent that
+ * The bench's forked processes (server.ts, contender.ts, fleet.ts, compare-builds.ts) and the parent that
  * drives them: numbered calls over IPC, each answered once, an error as its
  * stack. One piece for both sides, so every section talks to its children
  * the same way.
@@ -28,10 +28,11 @@ export class ChildCalls<C extends { cmd: string }> {
     });
   }
 
-  call(m: C): Promise<Record<string, number>> {
+  /** The child's answer; most are figures, hence the default. */
+  call<R = Record<string, number>>(m: C): Promise<R> {
     const id = ++this.next;
     return new Promise((resolve, reject) => {
-      this.replies.set(id, (r) => (r.error ? reject(new Error(String(r.error))) : resolve(r as Record<string, number>)));
+      this.replies.set(id, (r) => (r.error ? reject(new Error(String(r.error))) : resolve(r as R)));
       this.proc.send({ ...m, id });
     });
   }

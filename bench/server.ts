@@ -3,13 +3,20 @@
  * measure: the token endpoint (20 ms, as a real one takes a moment), progress
  * records whose meter advances on every query (so a watcher emits on every
  * poll), and 202 for commands. Latency can be set over IPC (a real service is
- * not on loopback). Counts requests; the parent asks over IPC.
+ * not on loopback). Counts requests; the parent asks over IPC (bench/ipc.ts),
+ * through the handle startBenchServer() gives it.
  */
+import { fork } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { ChildCalls, serve } from './ipc';
+
+export type Counts = { token: number; get: number; post: number; firstGetAt: number };
+type ServerCommand = { cmd: 'port' } | { cmd: 'counts' } | { cmd: 'getsBy' } | { cmd: 'reset' } | { cmd: 'latency'; ms: number } | { cmd: 'exit' };
 
 const TOKEN = JSON.stringify({ access_token: 'bench-token-value', token_type: 'Bearer', expires_in: 1800 });
-const counts = { token: 0, get: 0, post: 0, firstGetAt: 0 };
+const counts: Counts = { token: 0, get: 0, post: 0, firstGetAt: 0 };
 /** GETs by the token's first letter: the side-by-side watch contenders each poll tokens of their own letter */
 let getsBy: Record<string, number> = {};
 let meter = 12_000;
@@ -37,7 +44,8 @@ function later(fn: () => void): void {
   else fn();
 }
 
-const server = http.createServer((req, res) => {
+/** One request: a token, a progress record, or 202 for a command. */
+function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
   const [path, query = ''] = (req.url ?? '').split('?');
   req.resume();
   req.on('end', () => {
@@ -71,22 +79,58 @@ const server = http.createServer((req, res) => {
     res.writeHead(404);
     res.end();
   });
-});
-server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => {
-  process.send?.({ port: (server.address() as AddressInfo).port });
-});
-process.on('message', (m: { cmd: string; ms?: number }) => {
-  if (m.cmd === 'counts') process.send?.({ counts });
-  if (m.cmd === 'getsBy') process.send?.({ getsBy });
-  if (m.cmd === 'reset') {
-    counts.token = counts.get = counts.post = counts.firstGetAt = 0;
-    getsBy = {};
-    process.send?.({ reset: true });
-  }
-  if (m.cmd === 'latency') {
-    latencyMs = m.ms ?? 0;
-    process.send?.({ latency: latencyMs });
-  }
-  if (m.cmd === 'exit') server.close(() => process.exit(0));
-});
+}
+
+/** In the forked process: listens on a free loopback port and answers the parent's calls. */
+function runServer(): void {
+  const server = http.createServer(answer);
+  server.keepAliveTimeout = 60_000;
+  const listening = new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)));
+  serve<ServerCommand>(async (m) => {
+    switch (m.cmd) {
+      case 'port':
+        return { port: await listening };
+      case 'counts':
+        return { ...counts };
+      case 'getsBy':
+        return { ...getsBy };
+      case 'reset':
+        counts.token = counts.get = counts.post = counts.firstGetAt = 0;
+        getsBy = {};
+        return {};
+      case 'latency':
+        latencyMs = m.ms;
+        return {};
+      case 'exit':
+        setImmediate(() => server.close(() => process.exit(0)));
+        return {};
+    }
+  });
+}
+
+/** The parent's handle on the bench service: its address, its counts, its latency. */
+export interface BenchServer {
+  base: string;
+  counts(): Promise<Counts>;
+  /** GETs by the token's first letter */
+  getsBy(): Promise<Record<string, number>>;
+  reset(): Promise<void>;
+  setLatency(ms: number): Promise<void>;
+  exit(): Promise<void>;
+}
+
+/** Forks the bench service (this file) and waits until it listens. */
+export async function startBenchServer(): Promise<BenchServer> {
+  const calls = new ChildCalls<ServerCommand>(fork(path.join(__dirname, 'server.js')));
+  const { port } = await calls.call({ cmd: 'port' });
+  return {
+    base: `http://127.0.0.1:${port}`,
+    counts: () => calls.call<Counts>({ cmd: 'counts' }),
+    getsBy: () => calls.call({ cmd: 'getsBy' }),
+    reset: async () => void (await calls.call({ cmd: 'reset' })),
+    setLatency: async (ms) => void (await calls.call({ cmd: 'latency', ms })),
+    exit: () => calls.exit(),
+  };
+}
+
+if (require.main === module) runServer();

@@ -16,15 +16,14 @@
  * prints the main thread's wake-ups (voluntary context switches) per poll; with
  * WATCH_NOGC=1 a window starts without the forced GC.
  */
-import { fork } from 'node:child_process';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
-import path from 'node:path';
 import { barePolling, messagePolling } from './floor';
 import { ServiceClient } from '../nodes/lib/client/service-client';
 import { SessionWatcher } from '../nodes/lib/session/watcher';
 import { progressPoll } from '../nodes/common/watch-mode';
 import { EmbeddedNodeRed } from './runtime';
+import { startBenchServer } from './server';
 
 const INTERVAL_MS = 10_000;
 
@@ -57,9 +56,8 @@ async function main(): Promise<void> {
   const seconds = Number(process.argv[3] ?? 15);
   const rounds = Number(process.argv[4] ?? 3);
   const kinds = (process.argv[5] ?? 'mem,bare').split(',');
-  const server = fork(path.join(__dirname, 'server.js'));
-  const port = await new Promise<number>((resolve) => server.once('message', (m: { port: number }) => resolve(m.port)));
-  const base = `http://127.0.0.1:${port}`;
+  const server = await startBenchServer();
+  const base = server.base;
   const red = await EmbeddedNodeRed.start({ chargingSession: { minPollIntervalSec: 1 }, contextStorage: { default: { module: 'memory' }, file: { module: 'localfilesystem' } } });
   red.onSink(() => undefined);
   await red.deploy([
@@ -72,16 +70,7 @@ async function main(): Promise<void> {
   ]);
   const tokens = Array.from({ length: n }, (_, i) => `W${i}`);
   /** GETs the service has answered so far: polls, counted where they arrive */
-  const gets = () =>
-    new Promise<number>((resolve) => {
-      const on = (m: { counts?: { get: number } }) => {
-        if (!m.counts) return;
-        server.off('message', on);
-        resolve(m.counts.get);
-      };
-      server.on('message', on);
-      server.send({ cmd: 'counts' });
-    });
+  const gets = async () => (await server.counts()).get;
 
   const session = process.env.WATCH_PROFILE ? new inspector.Session() : null;
   const post = (method: string, params?: object) => new Promise<unknown>((res, rej) => session?.post(method, params ?? {}, (err, out) => (err ? rej(err) : res(out))));
@@ -184,7 +173,7 @@ async function main(): Promise<void> {
   const median = (a: number[]) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
   console.log(Object.entries(results).map(([k, v]) => `${k} median ${median(v).toFixed(0)} µs/poll`).join(', '));
   await red.stop();
-  server.kill();
+  await server.exit();
   process.exit(0);
 }
 

@@ -8,7 +8,6 @@ import { openCoordination } from './common/coordination-registry';
 import type { Coordination } from './lib/coordination/coordination';
 import { LocalCoordination } from './lib/coordination/local';
 import { registerTestRoute } from './common/test-connection';
-import { useRuntimeLanguage } from './common/status';
 
 interface ServiceConfig extends NodeDef, ServiceSettings {
   meterUnit?: MeterUnit;
@@ -83,8 +82,6 @@ export = function register(RED: NodeAPI): void {
     });
   }
 
-  // Every node's badge speaks Node-RED's runtime language (settings.js `lang`, or the system's).
-  useRuntimeLanguage((key, values) => RED._(key, values));
   registerTestRoute(RED);
   RED.nodes.registerType('charging-service', ChargingService as unknown as (this: Node, def: NodeDef) => void, {
     credentials: {

@@ -12,7 +12,10 @@ import { CLOSE_GRACE_MS } from '../lib/client/service-client';
 import type { ServiceClient } from '../lib/client/service-client';
 import { ChargingError, isChargingError } from '../lib/errors';
 import { ChargingServiceNode, getService } from './service-node';
-import { NodeStatus, Status, StatusBoard } from './status';
+import { monotonicNow } from '../lib/clock';
+import { NodeStatus, Status } from './status';
+import { StatusBoard } from './status-board';
+import { runtimeLanguage } from './status-language';
 
 export type Outputs = NodeMessage | Array<NodeMessage | null> | null;
 
@@ -49,7 +52,8 @@ export class NodeLifecycle {
     private readonly RED: NodeAPI,
     private readonly node: Node,
   ) {
-    this.board = new StatusBoard(node);
+    // The badge speaks the language of this node's own runtime, whichever nodes it registered.
+    this.board = new StatusBoard(node, monotonicNow, runtimeLanguage(RED));
     // Waits of many messages may listen on this one signal at once.
     setMaxListeners(0, this.controller.signal);
     node.on('close', (removed: boolean, done: () => void) => this.close(removed, done));

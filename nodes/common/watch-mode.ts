@@ -15,7 +15,8 @@ import { chargingSessionSettings } from '../lib/settings';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
 import type { NodeLifecycle, Outputs } from './run-node';
 import { getService } from './service-node';
-import { formatEnergy, NodeStatus, Status, WATCH_STATUS_GAP_MS } from './status';
+import { formatEnergy, NodeStatus, Status } from './status';
+import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
 import type { WatchShare, WatchView } from '../lib/coordination/coordination';
 

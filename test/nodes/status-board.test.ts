@@ -5,7 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import sinon from 'sinon';
-import { Status, StatusBoard, STATUS_GAP_MS, WATCH_STATUS_GAP_MS } from '../../nodes/common/status';
+import { Status } from '../../nodes/common/status';
+import { StatusBoard, STATUS_GAP_MS, WATCH_STATUS_GAP_MS } from '../../nodes/common/status-board';
 
 type Shown = { fill?: string; shape?: string; text?: string };
 
