@@ -1,6 +1,6 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { ControlConfig, ControlMode } from './common/control-mode';
-import { NodeLifecycle } from './common/run-node';
+import { NodeLifecycle } from './common/node-lifecycle';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { parseEnergyLimit, parseWanted } from './lib/control/wish';
 import { resolveFields } from './lib/session/inputs';

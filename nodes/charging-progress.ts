@@ -1,5 +1,5 @@
 import type { Node, NodeAPI, NodeDef, NodeMessage } from 'node-red';
-import { NodeLifecycle, Outputs } from './common/run-node';
+import { NodeLifecycle, Outputs } from './common/node-lifecycle';
 import { formatEnergy, Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { WatchConfig, WatchMode } from './common/watch-mode';

@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { acceptedMessage, operationMs, sendWhenConfirmed, WaitConfig } from './common/confirm';
 import { sendOnce } from './common/send-once';
-import { NodeLifecycle } from './common/run-node';
+import { NodeLifecycle } from './common/node-lifecycle';
 import { formatEnergy, Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { startCommand } from './lib/session/commands';

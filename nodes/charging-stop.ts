@@ -1,7 +1,7 @@
 import type { Node, NodeAPI, NodeDef } from 'node-red';
 import { acceptedMessage, EnsureConfig, operationMs, sendWhenConfirmed, sendWhenStopped } from './common/confirm';
 import { sendOnce } from './common/send-once';
-import { NodeLifecycle } from './common/run-node';
+import { NodeLifecycle } from './common/node-lifecycle';
 import { Status } from './common/status';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { resolveStop } from './lib/session/stop';

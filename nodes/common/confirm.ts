@@ -8,7 +8,7 @@ import type { ChargingCommand } from '../lib/session/commands';
 import { ensureStop, notStopped } from '../lib/session/ensure-stop';
 import { deriveSession, sessionTotals } from '../lib/session/record';
 import { waitForSession } from '../lib/session/wait';
-import type { Outputs, WorkContext } from './run-node';
+import type { Outputs, WorkContext } from './node-lifecycle';
 import { NodeStatus, Status } from './status';
 
 export interface WaitConfig {

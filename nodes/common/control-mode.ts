@@ -20,7 +20,7 @@ import type { ChargingError } from '../lib/errors';
 import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
 import { ContextControlStore } from './context-control-store';
-import type { NodeLifecycle } from './run-node';
+import type { NodeLifecycle } from './node-lifecycle';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';
 import { literalFields, typedFields } from './typed-fields';

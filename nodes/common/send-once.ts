@@ -17,7 +17,7 @@
 import type { NodeMessage } from 'node-red';
 import type { ChargingCommand } from '../lib/session/commands';
 import { ChargingError } from '../lib/errors';
-import type { Outputs, WorkContext } from './run-node';
+import type { Outputs, WorkContext } from './node-lifecycle';
 import { Status } from './status';
 
 /** What a duplicate takes from the sender's message: the result, never the input (each replica has its own). */

@@ -13,7 +13,7 @@ import { normaliseField, tokensFrom } from '../lib/session/inputs';
 import type { PollFn } from '../lib/session/wait';
 import { chargingSessionSettings } from '../lib/settings';
 import { SessionWatcher, WatchEvent } from '../lib/session/watcher';
-import type { NodeLifecycle, Outputs } from './run-node';
+import type { NodeLifecycle, Outputs } from './node-lifecycle';
 import { getService } from './service-node';
 import { formatEnergy, NodeStatus, Status } from './status';
 import { WATCH_STATUS_GAP_MS } from './status-board';

@@ -14,7 +14,7 @@ import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
 import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
-import type { NodeLifecycle } from '../../../nodes/common/run-node';
+import type { NodeLifecycle } from '../../../nodes/common/node-lifecycle';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';

@@ -18,7 +18,7 @@ import { DEFAULT_RETRY } from '../../../nodes/lib/client/request';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
 import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
-import type { NodeLifecycle } from '../../../nodes/common/run-node';
+import type { NodeLifecycle } from '../../../nodes/common/node-lifecycle';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { RedisNemesis } from '../../redis-nemesis';
