@@ -159,7 +159,8 @@ export class WatchMode {
       else if (!valid.has(token)) stale.push(token);
     }
     this.store.removed(stale);
-    this.share.resume([...valid], (token) => kept.get(token)?.state);
+    // What was last reported, not what was loaded: a seed after Redis lost its data must not repeat a started or lose an ended.
+    this.share.resume([...valid], (token) => this.store.lastState(token));
     this.life.board.set(Status.ok('watching', { count: this.watcher.size }));
     this.demand();
   }

@@ -48,6 +48,8 @@ export class WatchStore {
   private readonly stateKeys = new Map<string, string>();
   /** states not written yet, by token: the latest of each */
   private readonly pending = new Map<string, SavedState | undefined>();
+  /** each token's last reported state (the watcher's own object, updated in place): what a seed must be, not what was loaded */
+  private readonly latest = new Map<string, SavedState | undefined>();
   private lastFlush = -Infinity;
   /** after close(): an asynchronous store's late answer resumes nothing, and nothing more is written */
   private closed = false;
@@ -81,6 +83,7 @@ export class WatchStore {
           if (token !== null && v && typeof v === 'object') kept.set(token, v);
         }
       }
+      for (const [token, k] of kept) this.latest.set(token, k.state);
       done(kept);
     });
   }
@@ -94,6 +97,7 @@ export class WatchStore {
     for (const t of tokens) {
       this.stateKeys.delete(t);
       this.pending.delete(t);
+      this.latest.delete(t);
     }
     if (tokens.length > 0) this.write(
         tokens.map((t) => this.key(t)),
@@ -104,6 +108,12 @@ export class WatchStore {
   /** A token's state after a poll changed it; undefined when its session ended. Written by the next flushDue(). */
   state(token: string, state: SavedState | undefined): void {
     this.pending.set(token, state);
+    this.latest.set(token, state);
+  }
+
+  /** The token's last reported state, or the one loaded if none was reported since (undefined: none). */
+  lastState(token: string): SavedState | undefined {
+    return this.latest.get(token);
   }
 
   /** Writes the pending states if STATE_BATCH_MS has passed since the last write. */
@@ -134,6 +144,7 @@ export class WatchStore {
   clear(removed = false): void {
     this.stateKeys.clear();
     this.pending.clear();
+    this.latest.clear();
     this.write([this.base], [removed ? undefined : {}]);
   }
 
@@ -141,6 +152,7 @@ export class WatchStore {
   close(): void {
     this.closed = true;
     this.pending.clear();
+    this.latest.clear();
   }
 
   private key(token: string): string {
