@@ -1,0 +1,197 @@
+/**
+ * The promises of a fleet under the nemesis (test/fleet-process-chaos.ts),
+ * checked from outside: the simulator's door (which replica sent what, from
+ * the `x-replica` marker) and the union of the replicas' flow outputs. What
+ * holds, exactly (docs/fleet.md "The nemesis over processes"):
+ *
+ * - commands: each injected START/STOP arrives from the replicas exactly once.
+ *   Two only if Redis lost its data while the command was being decided (the
+ *   claim was lost: docs/fleet.md's failure table); none only if a replica the
+ *   command was injected on was killed (kill -9) within the read-back time
+ *   (it may have held the claim and died before sending). No command arrives
+ *   that nobody injected;
+ * - watch events: each session's `started` once, and its `ended` once if it
+ *   was stopped (none if not), never lost; twice only if Redis lost its data
+ *   during the session's life (its state was gone); no event for a session
+ *   the driver never began;
+ * - polling: no watched token goes unpolled longer than lease + 2 cycles + 2
+ *   intervals + 1 s of noise, plus the time Redis was paused or restarting
+ *   (with a reconnect) within that gap;
+ * - budget: no 1 s window at the service holds more than the budget + 1
+ *   requests from the replicas, except in the 3 s after a SIGCONT or a Redis
+ *   restart without data (reserved starts sent late; the budget key lost),
+ *   where the figure is reported;
+ * - processes: every replica runs at the end, none logged an unhandled
+ *   error, no secret in any log.
+ */
+import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
+import { arrivals, busiestSecondOf, FAST_FLEET, type Arrival, type Replicas } from './fleet-replicas';
+
+export interface CommandInjected {
+  action: 'START' | 'STOP';
+  key: string;
+  at: number;
+  targets: number[];
+}
+
+export interface WatchSession {
+  token: string;
+  tx: string;
+  startedAt: number;
+  stoppedAt: number | null;
+}
+
+export interface Outage {
+  kind: 'pause' | 'data-loss' | 'stopped' | 'killed';
+  replica?: number;
+  from: number;
+  to: number;
+}
+
+export interface RunRecord {
+  sim: ChargingServiceSimulator;
+  replicas: Replicas;
+  commands: CommandInjected[];
+  sessions: WatchSession[];
+  outages: Outage[];
+  watched: string[];
+  from: number;
+  to: number;
+  secrets: string[];
+  budgetPerSec: number;
+  intervalMs: number;
+}
+
+/** the dedup's read-back time: a claim decided within it of the inject */
+const DECIDED_MS = 12_000;
+/** after a Redis restart: ioredis's reconnection pause reaches 2 s */
+const RECONNECT_MS = 2_000;
+
+export function checkInvariants(run: RunRecord): { violations: string[]; figures: Record<string, number> } {
+  const violations: string[] = [];
+  const figures: Record<string, number> = {};
+  checkProcesses(run, violations);
+  checkCommands(run, violations, figures);
+  checkEvents(run, violations, figures);
+  checkPolling(run, violations, figures);
+  checkBudget(run, violations, figures);
+  return { violations, figures };
+}
+
+const within = (outages: Outage[], kind: Outage['kind'], from: number, to: number) => outages.filter((o) => o.kind === kind && o.to >= from && o.from <= to);
+
+function checkProcesses(run: RunRecord, violations: string[]): void {
+  run.replicas.procs.forEach((p, i) => {
+    if (!p.running) violations.push(`replica ${i} is not running at the end`);
+    const log = run.replicas.log(i);
+    const crash = /Unhandled|uncaughtException/.exec(log);
+    if (crash) violations.push(`replica ${i} logged: ${log.slice(Math.max(0, crash.index - 200), crash.index + 300)}`);
+    for (const s of run.secrets) if (log.includes(s)) violations.push(`a secret reached replica ${i}'s log`);
+  });
+}
+
+function checkCommands(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const arrived = new Map<string, number>();
+  for (const r of run.sim.requests) {
+    if (r.method !== 'POST' || !/^replica-\d+-marker$/.test(String(r.headers['x-replica'] ?? ''))) continue;
+    let id: ReturnType<typeof commandKey> = null;
+    try {
+      id = commandKey(JSON.parse(r.body) as Record<string, unknown>);
+    } catch {
+      id = null;
+    }
+    const k = id ? `${id.action} ${id.key}` : `unreadable ${r.body.slice(0, 80)}`;
+    arrived.set(k, (arrived.get(k) ?? 0) + 1);
+  }
+  let twice = 0;
+  let none = 0;
+  for (const c of run.commands) {
+    const k = `${c.action} ${c.key}`;
+    const n = arrived.get(k) ?? 0;
+    arrived.delete(k);
+    if (n === 1) continue;
+    const window = [c.at, c.at + DECIDED_MS] as const;
+    const loss = within(run.outages, 'data-loss', ...window).length > 0;
+    const killed = within(run.outages, 'killed', ...window).some((o) => c.targets.includes(o.replica ?? -1));
+    if (n === 2 && loss) twice++;
+    else if (n === 0 && killed) none++;
+    else violations.push(`${k}: injected once on replicas ${c.targets.join(',')}, arrived ${n} times${loss ? ' (Redis lost its data meanwhile)' : ''}${killed ? ' (a replica was killed meanwhile)' : ''}`);
+  }
+  for (const [k, n] of arrived) violations.push(`${k}: arrived ${n} times, never injected`);
+  figures.commands = run.commands.length;
+  figures.commandsTwiceAfterDataLoss = twice;
+  figures.commandsLostWithKilledSender = none;
+}
+
+function checkEvents(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const outs = run.replicas.outputs('recW').filter((o) => o.event === 'started' || o.event === 'ended');
+  const known = new Set(run.sessions.map((s) => s.tx));
+  let repeats = 0;
+  for (const s of run.sessions) {
+    const loss = within(run.outages, 'data-loss', s.startedAt, s.stoppedAt ?? run.to).length > 0;
+    for (const event of ['started', 'ended'] as const) {
+      const n = outs.filter((o) => o.event === event && o.tx === s.tx).length;
+      const want = event === 'ended' && s.stoppedAt === null ? 0 : 1;
+      if (n === want) continue;
+      if (want === 1 && n === 2 && loss) {
+        repeats++;
+        continue;
+      }
+      const seen = outs.filter((o) => o.topic === s.token).map((o) => `${o.event} ${o.tx ?? '?'} (replica ${o.replica})`);
+      violations.push(`session ${s.tx} on ${s.token}: ${event} emitted ${n} times, want ${want}${loss ? ' (at most 2: Redis lost its data meanwhile)' : ''}; ${s.token}: ${seen.join(', ')}`);
+    }
+  }
+  for (const o of outs) if (!o.tx || !known.has(o.tx)) violations.push(`${o.event} on ${String(o.topic)} for a session nobody began (${o.tx ?? 'no transaction'}, replica ${o.replica})`);
+  figures.sessions = run.sessions.length;
+  figures.eventsRepeatedAfterDataLoss = repeats;
+}
+
+function checkPolling(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
+  const base = FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * run.intervalMs + 1000;
+  const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
+  if (!Number.isFinite(start)) {
+    violations.push('a watched token was never polled');
+    return;
+  }
+  let worst = { token: '', ms: 0, allowed: 0, at: 0 };
+  for (const t of run.watched) {
+    const at = [start, ...polls.filter((p) => p.token === t).map((p) => p.at), run.to];
+    for (let i = 1; i < at.length; i++) {
+      const gap = at[i] - at[i - 1];
+      const allowed = base + outageWithin(run.outages, at[i - 1], at[i]);
+      if (gap - allowed > worst.ms - worst.allowed) worst = { token: t, ms: gap, allowed, at: at[i - 1] - run.from };
+    }
+  }
+  figures.longestGapOverBoundMs = worst.ms - worst.allowed;
+  figures.longestGapMs = Math.max(0, ...run.watched.map((t) => gapsOf(polls, t, start, run.to)));
+  if (worst.ms > worst.allowed) violations.push(`${worst.token} unpolled for ${worst.ms} ms from ${worst.at} ms (bound ${worst.allowed} ms)`);
+}
+
+function gapsOf(polls: Arrival[], token: string, from: number, to: number): number {
+  const at = [from, ...polls.filter((p) => p.token === token).map((p) => p.at), to];
+  let most = 0;
+  for (let i = 1; i < at.length; i++) most = Math.max(most, at[i] - at[i - 1]);
+  return most;
+}
+
+/** How long, within [from, to], Redis was paused or restarting for everyone (a restart counted with ioredis's reconnect). */
+function outageWithin(outages: Outage[], from: number, to: number): number {
+  let ms = 0;
+  for (const o of outages) {
+    if (o.kind !== 'pause' && o.kind !== 'data-loss') continue;
+    const end = o.kind === 'data-loss' ? o.to + RECONNECT_MS : o.to;
+    ms += Math.max(0, Math.min(end, to) - Math.max(o.from, from));
+  }
+  return ms;
+}
+
+function checkBudget(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const sent = arrivals(run.sim, 0).filter((a) => a.replica >= 0);
+  const exempt = run.outages.filter((o) => o.kind === 'stopped' || o.kind === 'data-loss').map((o) => [o.to, o.to + 3000] as const);
+  const counted = sent.filter((a) => !exempt.some(([f, t]) => a.at >= f && a.at <= t)).map((a) => a.at);
+  const busiest = busiestSecondOf(counted);
+  figures.busiestSecond = busiest;
+  figures.busiestSecondAll = busiestSecondOf(sent.map((a) => a.at));
+  if (busiest > run.budgetPerSec + 1) violations.push(`${busiest} requests in one second at the service (budget ${run.budgetPerSec}/s)`);
+}
