@@ -155,9 +155,11 @@ class Run {
         else this.nemeses[i].blackhole();
         await delay(f.ms);
         this.nemeses[i].heal();
+        this.outages.push({ kind: 'cut', replica: i, from: at, to: Date.now() });
         break;
       case 'reset':
         this.nemeses[i].reset();
+        this.outages.push({ kind: 'cut', replica: i, from: at, to: Date.now() });
         break;
       case 'pause':
         await pauseWrites(this.redis.url, f.ms).catch((e: Error) => this.note(`pause failed: ${e.message}`));
