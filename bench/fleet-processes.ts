@@ -134,7 +134,7 @@ async function latency(queries: number): Promise<void> {
           if (ms !== undefined && one.outputs(`lat-${side}`).length + one.outputs('recE').length > before) took[side].push(ms);
         }
       }
-      const f = (xs: number[]) => `median ${median(xs).toFixed(1)} ms, p90 ${pct(xs, 90).toFixed(1)} ms (${xs.length})`;
+      const f = (xs: number[]) => `median ${median(xs).toFixed(1)} ms, p90 ${pct(xs, 90).toFixed(1)} ms, max ${Math.max(...xs).toFixed(0)} ms (${xs.length})`;
       rows.push(`${state}: on ${f(took.on)}; off ${f(took.off)}; added ${(median(took.on) - median(took.off)).toFixed(1)} ms`);
       console.log(rows.at(-1));
     };
