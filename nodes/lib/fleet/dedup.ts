@@ -125,9 +125,10 @@ export class CommandDedup {
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
       try {
         // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
-        // A STOP whose claimer left the fleet before publishing is claimed anew (twice is harmless); a START waits for its claim to lapse.
+        // A STOP whose claimer left the fleet without publishing, the claim older than the read-back time, is claimed
+        // anew (twice is harmless); a START waits for its claim to lapse.
         const takeOver = cmd.action === 'STOP' ? '1' : '0';
-        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver]);
+        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, this.readBackMs]);
         const held = got === 'OK' ? null : parseHeld(String(got));
         if (held === null || held.claimant === claimant) return this.sender(key, claimant);
         return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));

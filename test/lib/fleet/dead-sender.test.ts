@@ -15,8 +15,9 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
   const suite = fleetSuite();
 
   it('the same STOP again, past the window, once the claimer has left the fleet: sent by a live replica', async () => {
-    const dead = suite.replica();
-    const live = suite.replica();
+    // A short read-back time: a claim without outcome is taken over only once it is older than that.
+    const dead = suite.replica({ dedup: { readBackMs: 1_000 } });
+    const live = suite.replica({ dedup: { readBackMs: 1_000 } });
     await dead.connection.open();
     await live.connection.open();
     const cmd = stopCommand({ locationId: 'L', evseId: '1', token: 'DEAD-1', transactionId: 'TX-DEAD-1' });
@@ -24,10 +25,28 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     assert.equal(claimed.role, 'sender');
     // It dies holding the claim: no publish; its membership lapses (close() is the quick way out of the fleet).
     await dead.close();
-    await new Promise((r) => setTimeout(r, dead.commands.windowMs + 500));
+    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.commands.readBackMs) + 500));
     let sent = 0;
     const run = await live.commands.run(cmd, async () => ++sent, 3_000);
     assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
     assert.equal(sent, 1);
+  });
+
+  it('right after Redis lost its data, a live claimer not yet back among the members keeps its STOP: sent once', async () => {
+    const a = suite.replica({ dedup: { readBackMs: 1_000 } });
+    const b = suite.replica({ dedup: { readBackMs: 1_000 } });
+    await a.connection.open();
+    await b.connection.open();
+    await suite.redis.admin().flushall(); // the members are gone until the next heartbeats
+    const cmd = stopCommand({ locationId: 'L', evseId: '2', token: 'LOSS-STOP', transactionId: 'TX-LOSS-STOP' });
+    const claimed = await a.commands.claim(cmd, 5_000);
+    assert.equal(claimed.role, 'sender');
+    let sent = 0;
+    const other = b.commands.run(cmd, async () => ++sent, 2_000);
+    await new Promise((r) => setTimeout(r, 300));
+    if (claimed.role === 'sender') await claimed.publish({ ok: true, result: 1 });
+    const run = await other;
+    assert.equal(run.role, 'duplicate', `the second replica waits for the claimer's outcome, got ${JSON.stringify(run)}`);
+    assert.equal(sent, 0);
   });
 });
