@@ -15,9 +15,9 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
   const suite = fleetSuite();
 
   it('the same STOP again, past the window, once the claimer has left the fleet: sent by a live replica', async () => {
-    // A short read-back time: a claim without outcome is taken over only once it is older than that.
-    const dead = suite.replica({ dedup: { readBackMs: 1_000 } });
-    const live = suite.replica({ dedup: { readBackMs: 1_000 } });
+    // A claim without outcome is taken over only once it is older than a lease (600 ms here).
+    const dead = suite.replica();
+    const live = suite.replica();
     await dead.connection.open();
     await live.connection.open();
     const cmd = stopCommand({ locationId: 'L', evseId: '1', token: 'DEAD-1', transactionId: 'TX-DEAD-1' });
@@ -25,7 +25,7 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     assert.equal(claimed.role, 'sender');
     // It dies holding the claim: no publish; its membership lapses (close() is the quick way out of the fleet).
     await dead.close();
-    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.commands.readBackMs) + 500));
+    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.leaseMs) + 500));
     let sent = 0;
     const run = await live.commands.run(cmd, async () => ++sent, 3_000);
     assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
@@ -33,8 +33,8 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
   });
 
   it('right after Redis lost its data, a live claimer not yet back among the members keeps its STOP: sent once', async () => {
-    const a = suite.replica({ dedup: { readBackMs: 1_000 } });
-    const b = suite.replica({ dedup: { readBackMs: 1_000 } });
+    const a = suite.replica();
+    const b = suite.replica();
     await a.connection.open();
     await b.connection.open();
     await suite.redis.admin().flushall(); // the members are gone until the next heartbeats
