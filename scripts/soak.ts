@@ -6,6 +6,7 @@
  *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7 [--transport http|https-proxy|both]
  *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
  *   npm run soak -- --fleet --seeds 20 --seconds 15   (Redis faults over two replicas: scripts/soak-fleet.ts)
+ *   npm run soak -- --fleet --processes --seeds 20   (the nemesis over three Node-RED processes: scripts/soak-fleet-processes.ts)
  *   npm run soak -- --control --days 30   (charging-control for a simulated month: scripts/soak-control-month.ts)
  *
  * By default the run is made twice, half the time each: over plain http, then
@@ -33,6 +34,7 @@ import { ChargingServiceSimulator, commandKey } from '../simulator/simulator';
 import { injectFaults, rng } from './soak-faults';
 import { soakControl } from './soak-control';
 import { soakFleet } from './soak-fleet';
+import { soakFleetProcesses } from './soak-fleet-processes';
 import { soakControlMonth } from './soak-control-month';
 import { TestProxy } from '../test/proxy-server';
 
@@ -46,6 +48,8 @@ interface Args {
   rotation: 'commands' | 'control' | 'fleet' | 'month';
   /** --fleet: how many seeded schedules */
   seeds: number;
+  /** --fleet --processes: the schedules over three real Node-RED processes instead of two in-process replicas */
+  processes: boolean;
   /** simulated days of the month soak */
   days: number;
   /** connectors of the control rotation */
@@ -58,11 +62,16 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20, seeds: 20, days: 30 };
+  const a: Args = { transport: 'both', seconds: 60, workers: 40, maxCommands: 50_000, seed: 1, out: null, rotation: 'commands', connectors: 20, seeds: 20, days: 30, processes: false };
   for (let i = 0; i < argv.length; i += 2) {
     const v = argv[i + 1];
     if (argv[i] === '--fleet') {
       a.rotation = 'fleet';
+      i--; // a flag: no value follows
+      continue;
+    }
+    if (argv[i] === '--processes') {
+      a.processes = true;
       i--; // a flag: no value follows
       continue;
     }
@@ -119,6 +128,7 @@ function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandK
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
+  if (args.rotation === 'fleet' && args.processes) return soakFleetProcesses({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   if (args.rotation === 'fleet') return soakFleet({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   if (args.rotation === 'month') process.exit((await soakControlMonth(args)) ? 0 : 1);
   const phases: Transport[] = args.transport === 'both' ? ['http', 'https-proxy'] : [args.transport];

@@ -83,6 +83,8 @@ export interface DedupContext {
   connection: FleetConnection;
   keys: FleetKeys;
   replicaId: string;
+  /** the fleet's lease: a member missing for longer than this has left (default: the read-back time) */
+  leaseMs?: number;
 }
 
 export class CommandDedup {
@@ -125,7 +127,11 @@ export class CommandDedup {
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
       try {
         // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
-        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs]);
+        // A STOP whose claimer left the fleet without publishing, the claim older than a lease (its replica had a
+        // heartbeat's time to be back among the members), is claimed anew (twice is harmless); a START waits for its claim to lapse.
+        const takeOver = cmd.action === 'STOP' ? '1' : '0';
+        const minAge = this.ctx.leaseMs ?? this.readBackMs;
+        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
         const held = got === 'OK' ? null : parseHeld(String(got));
         if (held === null || held.claimant === claimant) return this.sender(key, claimant);
         return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));

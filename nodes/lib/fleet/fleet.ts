@@ -79,7 +79,7 @@ export class Fleet {
     this.failures = new FailureReporter(this.connection, options.onError);
     const ctx = { connection: this.connection, keys: this.keys, replicaId: this.replicaId, onWarning: options.onWarning };
     this.tokens = new SharedTokenStore(ctx, options.token);
-    this.commands = new CommandDedup(ctx, options.dedup);
+    this.commands = new CommandDedup({ ...ctx, leaseMs: this.leaseMs }, options.dedup);
     // Connects in the background; the loop's first cycle waits for it (bounded) and retries every cycle.
     this.connection.open().catch(() => undefined);
     this.schedule(0);

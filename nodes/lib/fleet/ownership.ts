@@ -269,6 +269,11 @@ export class WatchOwnership<S> {
       return { ok: true, rev: res };
     }
     const stale = Array.isArray(res);
+    if (stale && Number((res as unknown[])[1]) === 0 && h.rev > 0) {
+      // Redis holds no state for a token whose lease is ours: it lost its data. Ours is the best there is: written from nothing.
+      h.rev = 0;
+      return this.commitNow(token, h, state);
+    }
     const message = stale ? `the state of ${token} was changed by another replica` : `the lease on ${token} is held by another replica`;
     if (this.held.get(token) === h) this.drop([token], 'lease-lost', `lease lost at ${new Date().toISOString()} (${message})`);
     return { ok: false, reason: stale ? 'stale' : 'not-owner', message };

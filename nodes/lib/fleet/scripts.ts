@@ -190,14 +190,18 @@ return { 1, at, at - nowUs }`,
 
 /**
  * Claims a command (dedup.ts) or reads back a claim whose answer was lost:
- * one call does both, so a retry is the same call. KEYS: claim. ARGV:
- * claimant ("<attempt>:<replica id>"), claim ms, ms since the claimer's first
- * try, duplicate window ms. Returns 'OK' when the claim is now the caller's,
- * else the value held (the caller's own claimant in it: its earlier try
- * landed). An outcome published more than the window before the caller's
- * first try (a duration, on Redis's clock: no skew) is a finished command:
- * claimed anew. A claimer held up by a fault still sees the outcome of the
- * send it raced with.
+ * one call does both, so a retry is the same call. KEYS: claim, the fleet's
+ * replicas (sorted set: id -> when its heartbeat lapses). ARGV: claimant
+ * ("<attempt>:<replica id>"), claim ms, ms since the claimer's first try,
+ * duplicate window ms, '1' when a claim still being sent may be taken over
+ * from a replica that has left the fleet (a STOP: twice is harmless, never
+ * is not), how old (ms, from its time to live) such a claim must be (a
+ * lease): a young claim's replica may not have renewed its membership yet
+ * (Redis just lost its data). Returns 'OK' when the claim is now the caller's, else the value
+ * held (the caller's own claimant in it: its earlier try landed). An outcome
+ * published more than the window before the caller's first try (a duration,
+ * on Redis's clock: no skew) is a finished command: claimed anew. A claimer
+ * held up by a fault still sees the outcome of the send it raced with.
  */
 export const COMMAND_CLAIM = new Script(
   'commandClaim',
@@ -205,7 +209,15 @@ export const COMMAND_CLAIM = new Script(
 local v = redis.call('GET', KEYS[1])
 if v then
   local at = tonumber(string.match(v, '\\n(%d+) '))
-  if not at or at + tonumber(ARGV[4]) > nowMs - tonumber(ARGV[3]) then return v end
+  if at then
+    if at + tonumber(ARGV[4]) > nowMs - tonumber(ARGV[3]) then return v end
+  else
+    if ARGV[5] ~= '1' then return v end
+    if tonumber(ARGV[2]) - redis.call('PTTL', KEYS[1]) < tonumber(ARGV[6]) then return v end
+    local holder = string.match(v, '^[^:\\n]*:([^\\n]*)')
+    local lapses = holder and redis.call('ZSCORE', KEYS[2], holder)
+    if lapses and tonumber(lapses) > nowMs then return v end
+  end
 end
 redis.call('SET', KEYS[1], ARGV[1] .. '\\n', 'PX', ARGV[2])
 return 'OK'`,

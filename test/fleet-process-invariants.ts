@@ -1,0 +1,229 @@
+/**
+ * The promises of a fleet under the nemesis (test/fleet-process-chaos.ts),
+ * checked from outside: the simulator's door (which replica sent what, from
+ * the `x-replica` marker) and the union of the replicas' flow outputs. What
+ * holds, exactly (docs/fleet.md "The nemesis over processes"):
+ *
+ * - commands: each injected START/STOP arrives from the replicas exactly once.
+ *   Two only if Redis lost its data while the command was being decided (the
+ *   claim was lost: docs/fleet.md's failure table); none only if a replica the
+ *   command was injected on was killed (kill -9) within the read-back time
+ *   (it may have held the claim and died before sending). No command arrives
+ *   that nobody injected;
+ * - watch events: each session's `started` once, and its `ended` once if it
+ *   was stopped (none if not), never lost; twice only if Redis lost its data
+ *   during the session's life (its state was gone); no event for a session
+ *   the driver never began;
+ * - polling: no watched token goes unpolled longer than lease + 2 cycles + 2
+ *   intervals + 1 s of noise, plus the time Redis was paused or restarting
+ *   (with a reconnect) within that gap;
+ * - budget: no 1 s window at the service holds more than the budget + 1
+ *   requests from the replicas away from the faults; from a fault's start to
+ *   3 s after its end, the budget + 1 + a replica's share (one replica cut off
+ *   from Redis falls back to its share while the others keep the whole
+ *   budget); in the 3 s after a SIGCONT or a Redis restart without data,
+ *   twice the budget + 1;
+ * - processes: every replica runs at the end, none logged an unhandled
+ *   error, no secret in any log.
+ */
+import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
+import { arrivals, busiestSecondOf, FAST_FLEET, type Replicas } from './fleet-replicas';
+
+export interface CommandInjected {
+  action: 'START' | 'STOP';
+  key: string;
+  at: number;
+  targets: number[];
+}
+
+export interface WatchSession {
+  token: string;
+  tx: string;
+  startedAt: number;
+  stoppedAt: number | null;
+}
+
+export interface Outage {
+  /** cut: one replica's Redis traffic withheld, black-holed or reset */
+  kind: 'pause' | 'data-loss' | 'stopped' | 'killed' | 'cut';
+  replica?: number;
+  from: number;
+  to: number;
+}
+
+export interface RunRecord {
+  sim: ChargingServiceSimulator;
+  replicas: Replicas;
+  commands: CommandInjected[];
+  sessions: WatchSession[];
+  outages: Outage[];
+  watched: string[];
+  from: number;
+  to: number;
+  secrets: string[];
+  budgetPerSec: number;
+  intervalMs: number;
+}
+
+/** the dedup's read-back time: a claim decided within it of the inject */
+const DECIDED_MS = 12_000;
+/** after a Redis restart: ioredis's reconnection pause reaches 2 s */
+const RECONNECT_MS = 2_000;
+
+export function checkInvariants(run: RunRecord): { violations: string[]; figures: Record<string, number> } {
+  const violations: string[] = [];
+  const figures: Record<string, number> = {};
+  checkProcesses(run, violations);
+  checkCommands(run, violations, figures);
+  checkEvents(run, violations, figures);
+  checkPolling(run, violations, figures);
+  checkBudget(run, violations, figures);
+  return { violations, figures };
+}
+
+const within = (outages: Outage[], kind: Outage['kind'], from: number, to: number) => outages.filter((o) => o.kind === kind && o.to >= from && o.from <= to);
+
+function checkProcesses(run: RunRecord, violations: string[]): void {
+  run.replicas.procs.forEach((p, i) => {
+    if (!p.running) violations.push(`replica ${i} is not running at the end`);
+    const log = run.replicas.log(i);
+    const crash = /Unhandled|uncaughtException/.exec(log);
+    if (crash) violations.push(`replica ${i} logged: ${log.slice(Math.max(0, crash.index - 200), crash.index + 300)}`);
+    for (const s of run.secrets) if (log.includes(s)) violations.push(`a secret reached replica ${i}'s log`);
+  });
+}
+
+function checkCommands(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const arrived = new Map<string, number>();
+  for (const r of run.sim.requests) {
+    if (r.method !== 'POST' || !/^replica-\d+-marker$/.test(String(r.headers['x-replica'] ?? ''))) continue;
+    let id: ReturnType<typeof commandKey> = null;
+    try {
+      id = commandKey(JSON.parse(r.body) as Record<string, unknown>);
+    } catch {
+      id = null;
+    }
+    const k = id ? `${id.action} ${id.key}` : `unreadable ${r.body.slice(0, 80)}`;
+    arrived.set(k, (arrived.get(k) ?? 0) + 1);
+  }
+  let twice = 0;
+  let none = 0;
+  // The same STOP may be injected again (its session went on): each key's arrivals against its injects.
+  const byKey = new Map<string, CommandInjected[]>();
+  for (const c of run.commands) byKey.set(`${c.action} ${c.key}`, [...(byKey.get(`${c.action} ${c.key}`) ?? []), c]);
+  for (const [k, injects] of byKey) {
+    const n = arrived.get(k) ?? 0;
+    arrived.delete(k);
+    const m = injects.length;
+    if (n === m) continue;
+    const losses = injects.filter((c) => within(run.outages, 'data-loss', c.at, c.at + DECIDED_MS).length > 0).length;
+    const kills = injects.filter((c) => within(run.outages, 'killed', c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1))).length;
+    if (n > m && n - m <= losses) twice += n - m;
+    else if (n < m && m - n <= kills) none += m - n;
+    else {
+      const when = injects.map((c) => `${c.at - run.from} ms on ${c.targets.join(',')}`).join(', ');
+      violations.push(`${k}: injected ${m} time(s) (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}`);
+    }
+  }
+  for (const [k, n] of arrived) violations.push(`${k}: arrived ${n} times, never injected`);
+  figures.commands = run.commands.length;
+  figures.commandsTwiceAfterDataLoss = twice;
+  figures.commandsLostWithKilledSender = none;
+}
+
+function checkEvents(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const outs = run.replicas.outputs('recW').filter((o) => o.event === 'started' || o.event === 'ended');
+  const known = new Set(run.sessions.map((s) => s.tx));
+  let repeats = 0;
+  for (const s of run.sessions) {
+    const loss = within(run.outages, 'data-loss', s.startedAt, s.stoppedAt ?? run.to).length > 0;
+    for (const event of ['started', 'ended'] as const) {
+      const n = outs.filter((o) => o.event === event && o.tx === s.tx).length;
+      const want = event === 'ended' && s.stoppedAt === null ? 0 : 1;
+      if (n === want) continue;
+      if (want === 1 && n === 2 && loss) {
+        repeats++;
+        continue;
+      }
+      const seen = outs.filter((o) => o.topic === s.token).map((o) => `${o.event} ${o.tx ?? '?'} (replica ${o.replica} at ${o.at - run.from} ms)`);
+      const life = `began ${s.startedAt - run.from} ms${s.stoppedAt === null ? '' : `, stopped ${s.stoppedAt - run.from} ms`}`;
+      const polled = arrivals(run.sim, 0, 'GET').filter((a) => a.token === s.token && a.replica >= 0 && a.at >= (s.stoppedAt ?? s.startedAt)).slice(0, 6).map((a) => `${a.replica}@${a.at - run.from}`);
+      violations.push(`session ${s.tx} on ${s.token} (${life}): ${event} emitted ${n} times, want ${want}${loss ? ' (at most 2: Redis lost its data meanwhile)' : ''}; events: ${seen.join(', ')}; polls from then: ${polled.join(' ')}`);
+    }
+  }
+  for (const o of outs) if (!o.tx || !known.has(o.tx)) violations.push(`${o.event} on ${String(o.topic)} for a session nobody began (${o.tx ?? 'no transaction'}, replica ${o.replica})`);
+  figures.sessions = run.sessions.length;
+  figures.eventsRepeatedAfterDataLoss = repeats;
+}
+
+function checkPolling(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
+  const base = FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * run.intervalMs + 1000;
+  const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
+  if (!Number.isFinite(start)) {
+    violations.push('a watched token was never polled');
+    return;
+  }
+  let worst = { token: '', ms: 0, over: -Infinity, at: 0, since: 0 };
+  let longest = 0;
+  for (const t of run.watched) {
+    const at = [start, ...polls.filter((p) => p.token === t).map((p) => p.at), run.to];
+    for (let i = 1; i < at.length; i++) {
+      const gap = at[i] - at[i - 1];
+      longest = Math.max(longest, gap);
+      const since = Math.max(at[i - 1], lastDisturbance(run.outages, at[i - 1], at[i]));
+      const over = at[i] - since - base;
+      if (over > worst.over) worst = { token: t, ms: gap, over, at: at[i - 1] - run.from, since: since - run.from };
+    }
+  }
+  figures.longestGapMs = longest;
+  figures.longestGapOverBoundMs = worst.over;
+  if (worst.over > 0) violations.push(`${worst.token} unpolled for ${worst.ms} ms from ${worst.at} ms: ${worst.over + base} ms after the last fault (at ${worst.since} ms), bound ${base} ms`);
+}
+
+/**
+ * When, within the gap [from, to], the last fault ended (or from, if none did):
+ * a token must be polled within the bound of that. A kill counts at its
+ * moment (the others take over from it) and at the replica's return.
+ */
+function lastDisturbance(outages: Outage[], from: number, to: number): number {
+  let last = from;
+  for (const o of outages) {
+    const ends = o.kind === 'killed' ? [o.from, o.to] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
+    for (const e of ends) {
+      if (o.kind === 'killed' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
+    }
+  }
+  return last;
+}
+
+/**
+ * Outside the faults the fleet keeps its budget (budget + 1 in any 1 s). From
+ * a fault's start to 3 s after its end (Redis's 2 s command timeout and a
+ * margin) one replica may be on its local budget at its share (budget / 3)
+ * while the others still share the whole budget through Redis: budget + 1 +
+ * that share. In the 3 s after a SIGCONT (the stopped replica's reserved
+ * starts go out at once) or a Redis restart without data (the budget's key
+ * is gone, the reservations made before it still stand): twice the budget + 1.
+ */
+function checkBudget(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const sent = arrivals(run.sim, 0).filter((a) => a.replica >= 0);
+  const faulted = (at: number) => run.outages.some((o) => at >= o.from && at <= o.to + 3000);
+  const quiet = sent.filter((a) => !faulted(a.at));
+  const share = Math.ceil(run.budgetPerSec / run.replicas.procs.length);
+  const busiest = busiestSecondOf(quiet.map((a) => a.at));
+  const all = busiestSecondOf(sent.map((a) => a.at));
+  figures.busiestSecondQuiet = busiest;
+  figures.busiestSecondAll = all;
+  const over = (list: typeof sent, most: number, bound: number, where: string) => {
+    if (most <= bound) return;
+    const first = list.find((a) => list.filter((b) => b.at >= a.at && b.at < a.at + 1000).length === most) ?? list[0];
+    const shown = list.filter((b) => b.at >= first.at && b.at < first.at + 1000).map((b) => `${b.method === 'GET' ? 'G' : 'P'}${b.replica}@${b.at - run.from}`);
+    violations.push(`${most} requests in one second at the service ${where} (bound ${bound}, budget ${run.budgetPerSec}/s), from ${first.at - run.from} ms: ${shown.join(' ')}`);
+  };
+  const late = (at: number) => run.outages.some((o) => (o.kind === 'stopped' || o.kind === 'data-loss') && at >= o.to && at <= o.to + 3000);
+  const faultedNotLate = sent.filter((a) => !late(a.at));
+  over(quiet, busiest, run.budgetPerSec + 1, 'away from the faults');
+  over(faultedNotLate, busiestSecondOf(faultedNotLate.map((a) => a.at)), run.budgetPerSec + 1 + share, 'during a fault');
+  over(sent, all, 2 * run.budgetPerSec + 1, 'after a SIGCONT or a Redis restart');
+}

@@ -1,0 +1,32 @@
+/**
+ * Redis lost its data (restarted without persistence, FLUSHALL) under a
+ * replica that keeps its lease (found by the nemesis over processes,
+ * test/fleet-process-chaos.ts): the lease is taken again at the next cycle,
+ * but the token's state is gone, so the next commit, which expects the
+ * revision the replica last wrote, was refused as "stale" and the token
+ * dropped: the change it carried (an `ended`) was not emitted, and the next
+ * owner, seeded from nothing, never reported it.
+ */
+import assert from 'node:assert/strict';
+import { until } from '../../harness';
+import { fleetSuite, sleep, FAST } from './fleet-fixture';
+
+describe('fleet: Redis lost its data under a replica that keeps its lease', function () {
+  this.timeout(20_000);
+  const suite = fleetSuite();
+
+  it('the holder commits its next state from nothing: ok, not stale, and the token stays held', async () => {
+    const fleet = suite.replica();
+    const own = fleet.ownership<{ tx: string }>('loss', {});
+    await own.watch(['LOSS-T']);
+    await until(() => own.mayPoll('LOSS-T'), 'the lease taken', 5_000);
+    assert.deepEqual(await own.commit('LOSS-T', { tx: 'TX-1' }), { ok: true, rev: 1 });
+    assert.deepEqual(await own.commit('LOSS-T', { tx: 'TX-1' }), { ok: true, rev: 2 });
+    await suite.redis.admin().flushall();
+    await sleep(3 * FAST.cycleMs); // the lease is taken again (the key is free), the list put back
+    assert.ok(own.mayPoll('LOSS-T'), 'still held');
+    const ended = await own.commit('LOSS-T', null);
+    assert.equal(ended.ok, true, `the session's end is committed: ${JSON.stringify(ended)}`);
+    assert.ok(own.mayPoll('LOSS-T'), 'still held after the commit');
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * A replica that claimed a command and died before sending it (kill -9; found
+ * by the nemesis over processes, test/fleet-process-chaos.ts): its claim lives
+ * sendMs + windowMs (62 s by default), so the same STOP injected again after
+ * the duplicates said OUTCOME_UNKNOWN (what the error tells the user to check,
+ * then do) is a "duplicate" of a sender that is gone, and is not sent either:
+ * a STOP that does not stop for a minute.
+ */
+import assert from 'node:assert/strict';
+import { stopCommand } from '../../../nodes/lib/session/commands';
+import { fleetSuite } from './fleet-fixture';
+
+describe('fleet: a command claimed by a replica that died before sending it', function () {
+  this.timeout(20_000);
+  const suite = fleetSuite();
+
+  it('the same STOP again, past the window, once the claimer has left the fleet: sent by a live replica', async () => {
+    // A claim without outcome is taken over only once it is older than a lease (600 ms here).
+    const dead = suite.replica();
+    const live = suite.replica();
+    await dead.connection.open();
+    await live.connection.open();
+    const cmd = stopCommand({ locationId: 'L', evseId: '1', token: 'DEAD-1', transactionId: 'TX-DEAD-1' });
+    const claimed = await dead.commands.claim(cmd, 5_000);
+    assert.equal(claimed.role, 'sender');
+    // It dies holding the claim: no publish; its membership lapses (close() is the quick way out of the fleet).
+    await dead.close();
+    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.leaseMs) + 500));
+    let sent = 0;
+    const run = await live.commands.run(cmd, async () => ++sent, 3_000);
+    assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
+    assert.equal(sent, 1);
+  });
+
+  it('right after Redis lost its data, a live claimer not yet back among the members keeps its STOP: sent once', async () => {
+    const a = suite.replica();
+    const b = suite.replica();
+    await a.connection.open();
+    await b.connection.open();
+    await suite.redis.admin().flushall(); // the members are gone until the next heartbeats
+    const cmd = stopCommand({ locationId: 'L', evseId: '2', token: 'LOSS-STOP', transactionId: 'TX-LOSS-STOP' });
+    const claimed = await a.commands.claim(cmd, 5_000);
+    assert.equal(claimed.role, 'sender');
+    let sent = 0;
+    const other = b.commands.run(cmd, async () => ++sent, 2_000);
+    await new Promise((r) => setTimeout(r, 300));
+    if (claimed.role === 'sender') await claimed.publish({ ok: true, result: 1 });
+    const run = await other;
+    assert.equal(run.role, 'duplicate', `the second replica waits for the claimer's outcome, got ${JSON.stringify(run)}`);
+    assert.equal(sent, 0);
+  });
+});
