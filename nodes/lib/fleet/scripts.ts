@@ -90,6 +90,12 @@ return out`,
  * while its try is still the newest and the lease ours, the state is
  * refreshed with the retry's. Returns the revision, -1 when the lease is not
  * ours, or {-2, current revision} when the state moved on without us.
+ *
+ * A state written from nothing starts at Redis's clock in ms, not at 1: after
+ * Redis lost its data the revisions would otherwise start over, and a commit
+ * still on its way from before the loss (retried under its id) would find the
+ * revision it expects and be applied on top of the new holder's: the same
+ * change committed, and emitted, twice.
  */
 export const COMMIT_STATE = new Script(
   'commitState',
@@ -108,7 +114,10 @@ if at then
 end
 if not mine then return -1 end
 if rev ~= tonumber(ARGV[3]) then return { -2, rev } end
-rev = rev + 1
+if cur then rev = rev + 1 else
+  local t = redis.call('TIME')
+  rev = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 ids = string.sub(id .. ',' .. ids, 1, 8 * 17 - 1)
 ids = string.gsub(ids, ',$', '')
 redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ids .. ':' .. ARGV[4])

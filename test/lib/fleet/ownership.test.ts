@@ -89,16 +89,18 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     const [owner, other] = a.own.mayPoll(token) ? [a, b] : [b, a];
     const acquired = owner.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
     assert.deepEqual(acquired, { token, saved: null }, 'nothing reported yet');
-    assert.deepEqual(await owner.own.commit(token, { n: 1 }), { ok: true, rev: 1 });
-    assert.deepEqual(await owner.own.commit(token, { n: 2 }), { ok: true, rev: 2 });
+    const first = await owner.own.commit(token, { n: 1 });
+    assert.ok(first.ok && first.rev > 1_000_000_000_000, `a state written from nothing starts at Redis's clock: ${JSON.stringify(first)}`);
+    const r1 = first.ok ? first.rev : 0;
+    assert.deepEqual(await owner.own.commit(token, { n: 2 }), { ok: true, rev: r1 + 1 });
     const refused = await other.own.commit(token, { n: 99 });
     assert.equal(refused.ok, false);
     assert.equal(!refused.ok && refused.reason, 'not-owner');
     await owner.fleet.close();
     await until(() => other.own.mayPoll(token), 'the other replica took over');
     const resumed = other.changes.flatMap((c) => c.acquired).filter((x) => x.token === token).pop();
-    assert.deepEqual(resumed?.saved, { rev: 2, state: { n: 2 } }, 'the new owner resumes from the last committed state');
-    assert.deepEqual(await other.own.commit(token, null), { ok: true, rev: 3 }, 'an end is kept as a tombstone with its revision');
+    assert.deepEqual(resumed?.saved, { rev: r1 + 1, state: { n: 2 } }, 'the new owner resumes from the last committed state');
+    assert.deepEqual(await other.own.commit(token, null), { ok: true, rev: r1 + 2 }, 'an end is kept as a tombstone with its revision');
   });
 
   it('a commit by a replica whose lease was taken over is refused (it must not emit)', async () => {
@@ -194,14 +196,25 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     await admin.set(keys.lease('T'), f.replicaId, 'PX', 10_000);
     const commit = (rev: number, id: string, json: string) => f.connection.eval(COMMIT_STATE, [keys.lease('T'), keys.state], [f.replicaId, 'T', rev, json, id]);
     const [a, b, c] = ['a'.repeat(16), 'b'.repeat(16), 'c'.repeat(16)];
-    assert.equal(await commit(0, a, '{"n":1}'), 1);
-    assert.equal(await commit(0, a, '{"n":1}'), 1, 'the same commit again: done, not stale');
-    assert.equal(await commit(1, b, '{"n":2}'), 2);
-    assert.equal(await commit(0, a, '{"n":1}'), 2, 'still known after a later commit');
-    assert.deepEqual(await commit(0, c, '{"n":9}'), [-2, 2], 'a new commit from an old revision is stale');
-    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'T')), { rev: 2, state: { n: 2 } }, 'the later state was not overwritten by the old retry');
+    const r1 = Number(await commit(0, a, '{"n":1}'));
+    assert.ok(r1 > 1_000_000_000_000, 'written from nothing: the revision starts at Redis\'s clock');
+    assert.equal(await commit(0, a, '{"n":1}'), r1, 'the same commit again: done, not stale');
+    assert.equal(await commit(r1, b, '{"n":2}'), r1 + 1);
+    assert.equal(await commit(0, a, '{"n":1}'), r1 + 1, 'still known after a later commit');
+    assert.deepEqual(await commit(0, c, '{"n":9}'), [-2, r1 + 1], 'a new commit from an old revision is stale');
+    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'T')), { rev: r1 + 1, state: { n: 2 } }, 'the later state was not overwritten by the old retry');
     await admin.set(keys.lease('T'), 'another', 'PX', 10_000);
-    assert.equal(await commit(1, b, '{"n":2}'), 2, 'done even once the lease has moved on: it was applied');
+    assert.equal(await commit(r1, b, '{"n":2}'), r1 + 1, 'done even once the lease has moved on: it was applied');
     assert.equal(await commit(2, c, '{"n":3}'), -1, 'a new commit needs the lease');
+
+    // Redis lost its data: a commit still on its way from before the loss must not land on the new holder's state.
+    await admin.set(keys.lease('U'), f.replicaId, 'PX', 10_000);
+    const u = (rev: number, id: string, json: string) => f.connection.eval(COMMIT_STATE, [keys.lease('U'), keys.state], [f.replicaId, 'U', rev, json, id]);
+    const before = Number(await u(0, 'd'.repeat(16), '{"n":1}'));
+    await admin.hdel(keys.state, 'U');
+    await new Promise((r) => setTimeout(r, 5));
+    const after = Number(await u(0, 'e'.repeat(16), '{"n":1}'));
+    assert.ok(after > before, `revisions never start over: ${before} then ${after}`);
+    assert.deepEqual(await u(before, 'f'.repeat(16), ''), [-2, after], 'a commit from before the loss is stale, not applied on top');
   });
 });
