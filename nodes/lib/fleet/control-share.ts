@@ -15,7 +15,8 @@ import { ChargingError } from '../errors';
 import type { ControlStore } from '../control/store';
 import type { ControlMemory, KeptTarget } from '../control/memory';
 import type { Fleet } from './fleet';
-import type { OwnershipOptions, WatchOwnership } from './ownership';
+import type { WatchOwnership } from './ownership';
+import type { OwnershipOptions } from './ownership-types';
 import { POST_WISH } from './scripts';
 
 export interface FleetWish {

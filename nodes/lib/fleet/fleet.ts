@@ -27,7 +27,8 @@ export type { ReplicaInfo };
 import { SharedTokenStore, type SharedTokenOptions } from './token-store';
 import { SharedRequestBudget } from './budget';
 import { CommandDedup, type DedupOptions } from './dedup';
-import { WatchOwnership, type OwnershipOptions } from './ownership';
+import { WatchOwnership } from './ownership';
+import type { OwnershipOptions } from './ownership-types';
 
 export interface FleetOptions extends FleetConnectionOptions {
   /** from fleetKeyFor(): replicas with the same key coordinate */

@@ -32,53 +32,12 @@
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
 import { monotonicNow } from '../clock';
-import { FailureReporter, type FleetConnection } from './connection';
+import { FailureReporter } from './connection';
 import type { ScopeKeys } from './keys';
 import { Rendezvous } from './rendezvous';
-import { COMMIT_STATE, HEARTBEAT, LEASES, WATCH_LIST } from './scripts';
-import { parseSaved, type SavedEntry } from './saved-state';
-
-export type { SavedEntry };
-
-export interface AcquiredToken<S> {
-  token: string;
-  /** what Redis holds for it; null when Redis holds nothing (never reported, or Redis lost its data) */
-  saved: SavedEntry<S> | null;
-}
-
-export type ReleaseReason = 'rebalanced' | 'unwatched' | 'lease-lost' | 'closed';
-
-export interface ReleasedToken {
-  token: string;
-  reason: ReleaseReason;
-  /** e.g. "lease lost at 2026-11-25T10:00:00.000Z (Redis unreachable)" */
-  message: string;
-}
-
-export interface OwnershipChange<S> {
-  /** tokens this replica polls from now on, with the state to resume from */
-  acquired: AcquiredToken<S>[];
-  /** tokens this replica must stop polling (already stopped: mayPoll says false) */
-  released: ReleasedToken[];
-}
-
-export type CommitResult = { ok: true; rev: number } | { ok: false; reason: 'not-owner' | 'stale' | 'unavailable'; message: string };
-
-export interface OwnershipOptions<S> {
-  /** told synchronously about tokens gained and lost; a listener that throws is reported to onError */
-  onChange?: (change: OwnershipChange<S>) => void;
-  onError?: (err: ChargingError) => void;
-}
-
-/** What a scope needs from its fleet. */
-export interface ScopeContext {
-  connection: FleetConnection;
-  replicaId: string;
-  leaseMs: number;
-  /** asks the fleet for a cycle soon (after a change of the watch list) */
-  kick(): void;
-  now?: () => number;
-}
+import { COMMIT_STATE, HEARTBEAT, LEASES, RESTORE_STATES, WATCH_LIST } from './scripts';
+import { parseSaved } from './saved-state';
+import type { AcquiredToken, CommitResult, OwnershipChange, OwnershipOptions, ReleaseReason, ReleasedToken, ScopeContext } from './ownership-types';
 
 interface Held {
   /** monotonic ms until which this replica may poll the token */
@@ -90,6 +49,8 @@ interface Held {
   chain: Promise<unknown>;
   /** a commit whose answer never came: its id, reused by the next commit from the same revision */
   unresolved: { rev: number; id: string } | null;
+  /** the state last committed or loaded (null: no session; undefined: none known): put back if Redis loses its data */
+  last?: unknown;
 }
 
 /** Leases are taken and renewed in batches of this many keys: one short script each. */
@@ -266,6 +227,7 @@ export class WatchOwnership<S> {
     h.unresolved = null;
     if (typeof res === 'number' && res > 0) {
       h.rev = res;
+      h.last = state;
       return { ok: true, rev: res };
     }
     const stale = Array.isArray(res);
@@ -287,8 +249,10 @@ export class WatchOwnership<S> {
     const version = typeof res[0] === 'string' ? res[0] : null;
     this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
     if (version === null && this.list.size > 0) {
-      // The list's version is never deleted: Redis lost its data (restarted without persistence). Put back the list we knew.
+      // The list's version is never deleted: Redis lost its data (restarted without persistence). Put back the list we knew,
+      // and the states we hold: whoever takes a token next resumes from them rather than from nothing (a lost ended).
       await this.changeList('+', [...this.list]);
+      await this.restoreStates();
       return;
     }
     if (version !== this.version) {
@@ -337,6 +301,17 @@ export class WatchOwnership<S> {
     }
   }
 
+  /** Puts back the states of the tokens held here where Redis holds none; the next commit expects the revision written. */
+  private async restoreStates(): Promise<void> {
+    const kept = [...this.held].filter(([, h]) => h.announced && h.last !== undefined);
+    if (kept.length === 0) return;
+    const args = kept.flatMap(([token, h]) => [token, h.last === null ? '' : JSON.stringify(h.last)]);
+    const revs = (await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state], args)) as number[];
+    kept.forEach(([, h], i) => {
+      if (Number(revs[i]) > 0) h.rev = Number(revs[i]);
+    });
+  }
+
   /** Loads the states of newly held tokens and tells the caller. */
   private async announce(tokens: string[]): Promise<void> {
     let raw: Array<string | null>;
@@ -354,6 +329,7 @@ export class WatchOwnership<S> {
       if (!h) return;
       const saved = parseSaved<S>(raw[i]);
       h.rev = saved?.rev ?? 0;
+      h.last = saved ? saved.state : undefined;
       h.announced = true;
       acquired.push({ token, saved });
     });

@@ -125,6 +125,23 @@ return rev`,
 );
 
 /**
+ * Redis lost its data: a holder puts back the states it holds, each only where
+ * none was written since (HSETNX), at a revision from Redis's clock (see
+ * COMMIT_STATE). KEYS: state hash. ARGV: token, state JSON ('' = no session),
+ * pairs. Returns per token the revision written, or 0 where a state was there.
+ */
+export const RESTORE_STATES = new Script(
+  'restoreStates',
+  `local t = redis.call('TIME')
+local rev = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local out = {}
+for i = 1, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], rev .. ':' .. ARGV[i + 1]) == 1 then out[#out + 1] = rev else out[#out + 1] = 0 end
+end
+return out`,
+);
+
+/**
  * Adds or removes watched tokens and bumps the list's version when anything
  * changed. KEYS: list, version, state hash. ARGV: '+' or '-', then tokens.
  * Removing a token forgets its state too. Returns the version.

@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { until } from '../../harness';
+import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
 import { fleetSuite, sleep, FAST } from './fleet-fixture';
 
 describe('fleet: Redis lost its data under a replica that keeps its lease', function () {
@@ -29,5 +30,23 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     const ended = await own.commit('LOSS-T', null);
     assert.equal(ended.ok, true, `the session's end is committed: ${JSON.stringify(ended)}`);
     assert.ok(own.mayPoll('LOSS-T'), 'still held after the commit');
+  });
+
+  it('the holder puts its states back as soon as it sees the loss, so that the next holder resumes from them, and commits on from there', async () => {
+    const fleet = suite.replica();
+    const own = fleet.ownership<{ tx: string }>('restore', {});
+    const keys = fleet.keys.scope('restore');
+    const admin = suite.redis.admin();
+    await own.watch(['R-1', 'R-2']);
+    await until(() => own.mayPoll('R-1') && own.mayPoll('R-2'), 'both leases taken', 5_000);
+    assert.ok((await own.commit('R-1', { tx: 'TX-1' })).ok);
+    assert.ok((await own.commit('R-2', null)).ok);
+    await admin.flushall();
+    for (let i = 0; i < 50 && (await admin.hget(keys.state, 'R-1')) === null; i++) await sleep(100);
+    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'R-1'))?.state, { tx: 'TX-1' }, 'a session seen: the next holder must not take it for new');
+    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'R-2'))?.state, null, 'no session: kept as such');
+    await until(() => own.mayPoll('R-1'), 'the lease held again', 5_000);
+    const next = await own.commit('R-1', { tx: 'TX-2' });
+    assert.equal(next.ok, true, `the next commit follows the state put back: ${JSON.stringify(next)}`);
   });
 });

@@ -7,7 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
-import type { OwnershipChange, WatchOwnership } from '../../../nodes/lib/fleet/ownership';
+import type { WatchOwnership } from '../../../nodes/lib/fleet/ownership';
+import type { OwnershipChange } from '../../../nodes/lib/fleet/ownership-types';
 import { Rendezvous } from '../../../nodes/lib/fleet/rendezvous';
 import { COMMIT_STATE } from '../../../nodes/lib/fleet/scripts';
 import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
