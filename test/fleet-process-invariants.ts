@@ -26,6 +26,7 @@
  * - processes: every replica runs at the end, none logged an unhandled
  *   error, no secret in any log.
  */
+import { POLL_SHARE } from '../nodes/lib/client/request-budget';
 import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
 import { arrivals, busiestSecondOf, FAST_FLEET, type Replicas } from './fleet-replicas';
 
@@ -169,7 +170,10 @@ function observed(run: RunRecord, s: RunRecord['sessions'][number]): boolean {
 
 function checkPolling(run: RunRecord, violations: string[], figures: Record<string, number>): void {
   const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
-  const base = FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * run.intervalMs + 1000;
+  // The interval the tokens are polled at: stretched when the watch asks more than its share of Max requests per second (the node says so).
+  const demand = run.watched.length / (run.intervalMs / 1000);
+  const pollMs = run.intervalMs * Math.max(1, demand / (POLL_SHARE * run.budgetPerSec));
+  const base = Math.round(FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * pollMs + 1000);
   const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
   if (!Number.isFinite(start)) {
     violations.push('a watched token was never polled');
