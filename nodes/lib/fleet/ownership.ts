@@ -58,6 +58,8 @@ const LEASE_BATCH = 500;
 
 export class WatchOwnership<S> {
   private readonly held = new Map<string, Held>();
+  /** states of tokens whose lease lapsed while Redis was out of reach: put back too if Redis comes back without its data */
+  private readonly lapsed = new Map<string, unknown>();
   private list = new Set<string>();
   private version: string | null = null;
   private live: string[] = [];
@@ -253,8 +255,11 @@ export class WatchOwnership<S> {
       // and the states we hold: whoever takes a token next resumes from them rather than from nothing (a lost ended).
       await this.changeList('+', [...this.list]);
       await this.restoreStates();
+      this.lapsed.clear();
       return;
     }
+    // Redis answered with its data: the states of lapsed leases are there for whoever takes them.
+    this.lapsed.clear();
     if (version !== this.version) {
       const members = await this.ctx.connection.run('reading the watch list', (r) => r.smembers(this.keys.list));
       this.list = new Set(members);
@@ -301,14 +306,20 @@ export class WatchOwnership<S> {
     }
   }
 
-  /** Puts back the states of the tokens held here where Redis holds none; the next commit expects the revision written. */
+  /**
+   * Puts back the states of the tokens held here, and of those whose lease
+   * lapsed while Redis was away (the last holder: nobody could take them
+   * meanwhile), where Redis holds none; the next commit expects the revision
+   * written.
+   */
   private async restoreStates(): Promise<void> {
-    const kept = [...this.held].filter(([, h]) => h.announced && h.last !== undefined);
+    const kept: Array<[string, unknown, Held | undefined]> = [...this.lapsed].filter(([t]) => !this.held.has(t)).map(([t, last]) => [t, last, undefined]);
+    for (const [t, h] of this.held) if (h.announced && h.last !== undefined) kept.push([t, h.last, h]);
     if (kept.length === 0) return;
-    const args = kept.flatMap(([token, h]) => [token, h.last === null ? '' : JSON.stringify(h.last)]);
+    const args = kept.flatMap(([token, last]) => [token, last === null ? '' : JSON.stringify(last)]);
     const revs = (await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state], args)) as number[];
-    kept.forEach(([, h], i) => {
-      if (Number(revs[i]) > 0) h.rev = Number(revs[i]);
+    kept.forEach(([, , h], i) => {
+      if (h && Number(revs[i]) > 0) h.rev = Number(revs[i]);
     });
   }
 
@@ -343,6 +354,7 @@ export class WatchOwnership<S> {
     for (const [token, h] of this.held) {
       if (now < h.validUntil) continue;
       this.held.delete(token);
+      if (h.announced && h.last !== undefined) this.lapsed.set(token, h.last);
       const at = new Date(Date.now() - (now - h.validUntil)).toISOString();
       lapsed.push({ token, reason: 'lease-lost', message: `lease lost at ${at} (not renewed in time: ${this.ctx.connection.health.reason ?? 'Redis answered too late'})` });
     }

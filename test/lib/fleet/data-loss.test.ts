@@ -10,6 +10,8 @@
 import assert from 'node:assert/strict';
 import { until } from '../../harness';
 import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
+import { Fleet } from '../../../nodes/lib/fleet/fleet';
+import { RedisServer } from '../../redis-server';
 import { fleetSuite, sleep, FAST } from './fleet-fixture';
 
 describe('fleet: Redis lost its data under a replica that keeps its lease', function () {
@@ -48,5 +50,26 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     await until(() => own.mayPoll('R-1'), 'the lease held again', 5_000);
     const next = await own.commit('R-1', { tx: 'TX-2' });
     assert.equal(next.ok, true, `the next commit follows the state put back: ${JSON.stringify(next)}`);
+  });
+
+  it('a lease that lapsed while Redis was away: its state is put back too when Redis comes back without its data', async () => {
+    const redis = await RedisServer.start({ persist: false });
+    const fleet = new Fleet({ url: redis.url, fleetKey: `lapsed-${process.pid}`, ...FAST });
+    try {
+      const own = fleet.ownership<{ tx: string }>('lapsed', {});
+      await own.watch(['L-1']);
+      await until(() => own.mayPoll('L-1'), 'the lease taken', 5_000);
+      assert.ok((await own.commit('L-1', { tx: 'TX-1' })).ok);
+      await redis.stop();
+      await until(() => !own.mayPoll('L-1'), 'the lease lapsed locally', 5_000);
+      await redis.start();
+      const admin = redis.admin();
+      const key = fleet.keys.scope('lapsed').state;
+      for (let i = 0; i < 60 && (await admin.hget(key, 'L-1').catch(() => null)) === null; i++) await sleep(100);
+      assert.deepEqual(parseSaved(await admin.hget(key, 'L-1'))?.state, { tx: 'TX-1' }, 'the last holder put back the state of the lease it lost while Redis was away');
+    } finally {
+      await fleet.close();
+      await redis.close();
+    }
   });
 });
