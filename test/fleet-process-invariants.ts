@@ -139,6 +139,7 @@ function checkEvents(run: RunRecord, violations: string[], figures: Record<strin
   const outs = run.replicas.outputs('recW').filter((o) => o.event === 'started' || o.event === 'ended');
   const known = new Set(run.sessions.map((s) => s.tx));
   let repeats = 0;
+  let lostWithReporter = 0;
   for (const s of run.sessions) {
     const loss = within(run.outages, 'data-loss', s.startedAt, s.stoppedAt ?? run.to).length > 0;
     for (const event of ['started', 'ended'] as const) {
@@ -151,6 +152,11 @@ function checkEvents(run: RunRecord, violations: string[], figures: Record<strin
         repeats++;
         continue;
       }
+      // Redis lost its data and the replica that reported the session was killed too: nothing anywhere knows it was seen.
+      if (event === 'ended' && n === 0 && loss && reporterKilled(run, outs, s)) {
+        lostWithReporter++;
+        continue;
+      }
       const seen = outs.filter((o) => o.topic === s.token).map((o) => `${o.event} ${o.tx ?? '?'} (replica ${o.replica} at ${o.at - run.from} ms)`);
       const life = `began ${s.startedAt - run.from} ms${s.stoppedAt === null ? '' : `, stopped ${s.stoppedAt - run.from} ms`}`;
       const polled = arrivals(run.sim, 0, 'GET').filter((a) => a.token === s.token && a.replica >= 0 && a.at >= (s.stoppedAt ?? s.startedAt)).slice(0, 6).map((a) => `${a.replica}@${a.at - run.from}`);
@@ -160,6 +166,13 @@ function checkEvents(run: RunRecord, violations: string[], figures: Record<strin
   for (const o of outs) if (!o.tx || !known.has(o.tx)) violations.push(`${o.event} on ${String(o.topic)} for a session nobody began (${o.tx ?? 'no transaction'}, replica ${o.replica})`);
   figures.sessions = run.sessions.length;
   figures.eventsRepeatedAfterDataLoss = repeats;
+  figures.endedLostWithDataLossAndReporterKilled = lostWithReporter;
+}
+
+/** Whether the replica that reported the session's started was killed while the session went on (its memory gone with it). */
+function reporterKilled(run: RunRecord, outs: Array<{ event?: unknown; tx?: string; replica: number }>, s: RunRecord['sessions'][number]): boolean {
+  const reporter = outs.find((o) => o.event === 'started' && o.tx === s.tx)?.replica;
+  return reporter !== undefined && within(run.outages, 'killed', s.startedAt, s.stoppedAt ?? run.to).some((o) => o.replica === reporter);
 }
 
 /** Whether any replica polled the session's token while the session was there. */
