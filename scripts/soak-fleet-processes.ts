@@ -11,19 +11,13 @@
  */
 import { runProcessChaos } from '../test/fleet-process-chaos';
 import { REDIS_SERVER } from '../test/redis-server';
-import type { FleetSoakArgs } from './soak-fleet';
+import { guardSoak, type FleetSoakArgs } from './soak-fleet';
 
 export async function soakFleetProcesses(args: FleetSoakArgs): Promise<void> {
   if (!REDIS_SERVER) throw new Error('--fleet --processes needs redis-server (apt-get install redis-server)');
   // A schedule takes its seconds, the faults each kind adds (about 15 s), the start of three Node-REDs and the settling.
   const bound = args.seeds * (args.seconds + 90) + 60;
-  setTimeout(() => {
-    console.error(`SOAK FAILED: still running ${bound} s after it started`);
-    process.exit(1);
-  }, bound * 1000).unref();
-  const crashes: string[] = [];
-  process.on('uncaughtException', (e) => crashes.push(String(e?.stack ?? e)));
-  process.on('unhandledRejection', (e) => crashes.push(String((e as Error)?.stack ?? e)));
+  const crashes = guardSoak(bound);
   let passed = 0;
   const totals: Record<string, number> = {};
   for (let seed = args.seed; seed < args.seed + args.seeds; seed++) {

@@ -19,16 +19,26 @@ export interface FleetSoakArgs {
   seed: number;
 }
 
-export async function soakFleet(args: FleetSoakArgs): Promise<void> {
-  if (!REDIS_SERVER) throw new Error('--fleet needs redis-server (apt-get install redis-server)');
-  const bound = args.seeds * (args.seconds + 30) + 60;
+/**
+ * A soak's watchdog and crash log: the run fails if it outlives `boundSec`,
+ * and every uncaught error of this process is collected (the caller fails the
+ * run on any) instead of ending it before the verdict is printed.
+ */
+export function guardSoak(boundSec: number): string[] {
   setTimeout(() => {
-    console.error(`SOAK FAILED: still running ${bound} s after it started`);
+    console.error(`SOAK FAILED: still running ${boundSec} s after it started`);
     process.exit(1);
-  }, bound * 1000).unref();
+  }, boundSec * 1000).unref();
   const crashes: string[] = [];
   process.on('uncaughtException', (e) => crashes.push(String(e?.stack ?? e)));
   process.on('unhandledRejection', (e) => crashes.push(String((e as Error)?.stack ?? e)));
+  return crashes;
+}
+
+export async function soakFleet(args: FleetSoakArgs): Promise<void> {
+  if (!REDIS_SERVER) throw new Error('--fleet needs redis-server (apt-get install redis-server)');
+  const bound = args.seeds * (args.seconds + 30) + 60;
+  const crashes = guardSoak(bound);
   const redis = await RedisServer.start();
   let passed = 0;
   let commands = 0;
