@@ -14,7 +14,7 @@ import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/
 import type { ControlSettings } from '../lib/control/memory';
 import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
-import type { ControlShare, Coordination, ShareVoice } from '../lib/coordination/coordination';
+import type { ControlShare, Coordination } from '../lib/coordination/coordination';
 import { LocalCoordination } from '../lib/coordination/local';
 import type { ChargingError } from '../lib/errors';
 import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
@@ -175,8 +175,7 @@ export class ControlMode {
       // no configuration: every message says so (CONFIG), nothing is sent
     }
     let mode: ControlMode | null = null;
-    const voice: ShareVoice = { warnOnce: (key, text) => life.warnOnce(key, text), report: (err, about) => life.report(err, about as NodeMessage | undefined) };
-    const share = coordinationOf(RED, config).control(node.id, voice, new ContextControlStore(node, config.contextStore));
+    const share = coordinationOf(RED, config).control(node.id, life.voice(), new ContextControlStore(node, config.contextStore));
     const deps: ControlDeps = {
       poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
       send: (command, mayProceed) => client().sendCommand(command, { signal: life.signal, mayProceed }),

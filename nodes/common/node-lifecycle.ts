@@ -16,6 +16,7 @@ import { monotonicNow } from '../lib/clock';
 import { NodeStatus, Status } from './status';
 import { StatusBoard } from './status-board';
 import { runtimeLanguage } from './status-language';
+import type { ShareVoice } from '../lib/coordination/coordination';
 
 export type Outputs = NodeMessage | Array<NodeMessage | null> | null;
 
@@ -116,6 +117,11 @@ export class NodeLifecycle {
    * message. Numbers do not count as a change: a meter running past the
    * plausible limit warns once, not on every poll with its new reading.
    */
+  /** How a coordination share speaks through this node: its warnings once per key, its errors to Catch. */
+  voice(): ShareVoice {
+    return { warnOnce: (key, text) => this.warnOnce(key, text), report: (err, about) => this.report(err, about as NodeMessage | undefined) };
+  }
+
   warnOnce(key: string, text: string): void {
     const shape = text.replace(/\d+(\.\d+)?/g, '#');
     if (this.warned.get(key) === shape) return;

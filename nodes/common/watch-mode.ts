@@ -58,7 +58,7 @@ export class WatchMode {
     let mode: WatchMode | null = null;
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
     const share = service.getCoordination().watch(node.id, {
-      voice: { warnOnce: (key, text) => life.warnOnce(key, text), report: (err) => life.report(err) },
+      voice: life.voice(),
       show: (view) => life.board.set(watchBadge(view)),
       probe: (token) => client.getProgress(token, pollOptions),
     });
