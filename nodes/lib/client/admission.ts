@@ -195,6 +195,8 @@ export class Admission {
    */
   private async waitForShared(req: Admittable, shared: SharedBudgetGate, budget: RequestBudget, budgetEnd: number): Promise<void> {
     const { waits } = this.ctx;
+    // The rate the local place was spaced at: the fleet's whole rate unless Redis was already known away.
+    const placedAt = budget.currentRate;
     let slowAnswerRetaken = false;
     for (;;) {
       const left = budgetEnd - waits.now();
@@ -206,9 +208,12 @@ export class Admission {
       const stopped = this.stopped(req);
       if (stopped) throw stopped;
       if (taken.kind === 'unavailable') {
-        // Redis just went away: the local place was taken at the fleet's whole rate; take one more at this
-        // replica's share, or every replica sends one extra in the outage's first second (3 replicas at 5/s: 9).
-        if (budget.setCeiling(shared.fallbackRate()) && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
+        // Redis went away while this request waited: its local place was spaced at the fleet's whole rate. One more
+        // at this replica's share, for every request placed so, or those queued while Redis was silent (each
+        // waiting out its command timeout) go out at the whole rate beside the other replicas' (a black hole: 14 in
+        // a second at 8/s), and every replica sends one extra in the outage's first second (3 replicas at 5/s: 9).
+        budget.setCeiling(shared.fallbackRate());
+        if (placedAt > budget.currentRate && !budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
         return;
       }
       budget.setCeiling(null);

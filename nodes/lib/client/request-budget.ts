@@ -111,14 +111,11 @@ export class RequestBudget {
    * Coordinate replicas: while the fleet's budget in Redis cannot be asked,
    * this replica keeps to its share of the limit (perSec: the limit divided
    * by the replicas last seen alive); null lifts it when Redis answers again.
-   * True when this lowered it: the place just taken was spaced at the old rate.
    */
-  setCeiling(perSec: number | null): boolean {
-    if (!(this.limit > 0)) return false;
-    const was = this.ceiling;
+  setCeiling(perSec: number | null): void {
+    if (!(this.limit > 0)) return;
     this.ceiling = perSec !== null && perSec > 0 ? perSec : Infinity;
     if (this.rate > this.top()) this.rate = this.top();
-    return this.ceiling < was;
   }
 
   /** The highest rate allowed now: the limit, or the ceiling below it. */
