@@ -303,6 +303,7 @@ export async function runProcessChaos(options: ProcessChaosOptions): Promise<Pro
       budgetPerSec: BUDGET_PER_SEC,
       intervalMs: INTERVAL_MS,
     });
+    if (report.violations.length > 0 && process.env.NEMESIS_LOGS) keepLogs(process.env.NEMESIS_LOGS, options.seed, replicas, sim, r.t0);
     return { seed: options.seed, violations: report.violations, schedule: r.schedule, figures: report.figures };
   } finally {
     for (const n of nemeses) n.heal();
@@ -313,6 +314,14 @@ export async function runProcessChaos(options: ProcessChaosOptions): Promise<Pro
     await redis.close();
     await sim.stop();
   }
+}
+
+/** A failing seed's evidence for a human (NEMESIS_LOGS=<dir>): each replica's log and the service's requests, times from the schedule's start. */
+function keepLogs(dir: string, seed: number, replicas: Replicas, sim: ChargingServiceSimulator, t0: number): void {
+  fs.mkdirSync(dir, { recursive: true });
+  replicas.procs.forEach((_, i) => fs.writeFileSync(path.join(dir, `seed-${seed}-replica-${i}.log`), replicas.log(i)));
+  const lines = sim.requests.map((q) => `${q.at - t0} ${String(q.headers['x-replica'] ?? '-')} ${q.method} ${q.path} ${JSON.stringify(q.query)}${q.method === 'POST' ? ` ${q.body}` : ''}`);
+  fs.writeFileSync(path.join(dir, `seed-${seed}-requests.log`), `${lines.join('\n')}\n`);
 }
 
 /** After the faults: every session's started (and ended, if stopped) in the outputs, within 12 s; then a few more polls. */

@@ -126,13 +126,21 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
     else if (n < m && m - n <= kills) none += m - n;
     else {
       const when = injects.map((c) => `${c.at - run.from} ms on ${c.targets.join(',')}`).join(', ');
-      violations.push(`${k}: injected ${m} time(s) (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}`);
+      violations.push(`${k}: injected ${m} time(s) (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}; the flows got: ${flowsGot(run, injects)}`);
     }
   }
   for (const [k, n] of arrived) violations.push(`${k}: arrived ${n} times, never injected`);
   figures.commands = run.commands.length;
   figures.commandsTwiceAfterDataLossOrGoneSender = twice;
   figures.commandsLostWithKilledSender = none;
+}
+
+/** What the START/STOP nodes and Catch emitted within 15 s of each inject: who sent, who was a duplicate, which errors. */
+function flowsGot(run: RunRecord, injects: CommandInjected[]): string {
+  const outs = ['recS', 'recT', 'recE'].flatMap((n) => run.replicas.outputs(n));
+  return injects
+    .map((c) => outs.filter((o) => o.at >= c.at && o.at <= c.at + 15_000).map((o) => `${o.n}@${o.replica}+${o.at - c.at}ms ${o.fleet?.role ?? ''}${o.statusCode ? ` ${o.statusCode}` : ''}${o.tx ? ` ${o.tx}` : ''}${o.error ? ` ${o.error.code ?? ''} ${String(o.error.message ?? '').slice(0, 120)}` : ''}`).join('; '))
+    .join(' | ');
 }
 
 function checkEvents(run: RunRecord, violations: string[], figures: Record<string, number>): void {
