@@ -103,7 +103,7 @@ export class Fleet {
   ownership<S>(scope: string, options: OwnershipOptions<S> = {}): WatchOwnership<S> {
     if (this.closing) throw new ChargingError('CLOSED', 'The coordination was closed');
     if (this.scopes.has(scope)) throw new ChargingError('INTERNAL', `Watch scope ${scope} is open already`);
-    const own = new WatchOwnership<S>(scope, { connection: this.connection, replicaId: this.replicaId, leaseMs: this.leaseMs, kick: () => this.kick() }, this.keys.scope(scope), options);
+    const own = new WatchOwnership<S>(scope, { connection: this.connection, replicaId: this.replicaId, leaseMs: this.leaseMs, cycleMs: this.cycleMs, kick: () => this.kick() }, this.keys.scope(scope), options);
     this.scopes.set(scope, own as WatchOwnership<unknown>);
     this.kick();
     return own;
@@ -201,7 +201,7 @@ export class Fleet {
     const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned });
     const res = (await this.connection.eval(HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
     const live: ReplicaInfo[] = [];
-    for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
+    for (let i = 3; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
     if (!this.closing) this.live = live;
   }
 }

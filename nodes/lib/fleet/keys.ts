@@ -98,6 +98,8 @@ export class FleetKeys {
     return {
       list: `${p}list`,
       version: `${p}ver`,
+      epoch: `${p}epoch`,
+      lossMark: `${p}loss`,
       members: `${p}members`,
       state: `${p}state`,
       lease: (token: string) => `${p}lease:${token}`,
@@ -110,6 +112,10 @@ export interface ScopeKeys {
   list: string;
   /** bumped at every change of the list, so that replicas read the list only when it changed */
   version: string;
+  /** written once while the scope's keys are empty: another value than the one a replica saw says Redis lost its data */
+  epoch: string;
+  /** while it lives, a token taken with no state waits for its last holder to put its state back (ownership.ts) */
+  lossMark: string;
   /** replicas running this scope: sorted set as `replicas` */
   members: string;
   /** each token's last reported state: hash token -> "<rev>:<JSON>" */

@@ -41,6 +41,7 @@ export interface ScopeContext {
   connection: FleetConnection;
   replicaId: string;
   leaseMs: number;
+  cycleMs: number;
   /** asks the fleet for a cycle soon (after a change of the watch list) */
   kick(): void;
   now?: () => number;

@@ -37,20 +37,19 @@ import type { ScopeKeys } from './keys';
 import { Rendezvous } from './rendezvous';
 import { COMMIT_STATE, HEARTBEAT, LEASES, RESTORE_STATES, WATCH_LIST } from './scripts';
 import { parseSaved } from './saved-state';
+import { DataLossWatch } from './data-loss';
 import type { AcquiredToken, CommitResult, OwnershipChange, OwnershipOptions, ReleaseReason, ReleasedToken, ScopeContext } from './ownership-types';
 
 interface Held {
   /** monotonic ms until which this replica may poll the token */
   validUntil: number;
   rev: number;
-  /** false from the lease's acquisition until the state is loaded and onChange told: not polled meanwhile */
+  /** false from the lease's acquisition until the state is loaded and onChange told (DataLossWatch may hold it back): not polled meanwhile */
   announced: boolean;
   /** commits of one token run one after the other (each expects the revision the last one wrote) */
   chain: Promise<unknown>;
   /** a commit whose answer never came: its id, reused by the next commit from the same revision */
   unresolved: { rev: number; id: string } | null;
-  /** the state last committed or loaded (null: no session; undefined: none known): put back if Redis loses its data */
-  last?: unknown;
 }
 
 /** Leases are taken and renewed in batches of this many keys: one short script each. */
@@ -58,8 +57,7 @@ const LEASE_BATCH = 500;
 
 export class WatchOwnership<S> {
   private readonly held = new Map<string, Held>();
-  /** states of tokens whose lease lapsed while Redis was out of reach: put back too if Redis comes back without its data */
-  private readonly lapsed = new Map<string, unknown>();
+  private readonly loss: DataLossWatch;
   private list = new Set<string>();
   private version: string | null = null;
   private live: string[] = [];
@@ -83,6 +81,7 @@ export class WatchOwnership<S> {
     this.failures = new FailureReporter(ctx.connection, options.onError);
     this.validMs = ctx.leaseMs - Math.max(50, Math.min(1000, ctx.leaseMs / 10));
     this.commitRetryMs = Math.max(2 * ctx.leaseMs, 10_000);
+    this.loss = new DataLossWatch(ctx.cycleMs, this.now);
   }
 
   /** May this replica poll the token now? Synchronous: ask it before every poll. */
@@ -229,7 +228,7 @@ export class WatchOwnership<S> {
     h.unresolved = null;
     if (typeof res === 'number' && res > 0) {
       h.rev = res;
-      h.last = state;
+      this.loss.remember(token, res, state);
       return { ok: true, rev: res };
     }
     const stale = Array.isArray(res);
@@ -243,27 +242,26 @@ export class WatchOwnership<S> {
     return { ok: false, reason: stale ? 'stale' : 'not-owner', message };
   }
 
-  /** Renews this replica's membership, reads the live members and, when it changed, the watch list. */
+  /** Renews this replica's membership, reads the live members and, when it changed, the watch list; puts back what Redis lost. */
   private async heartbeat(): Promise<void> {
     // Standing down: out of the members, so that rendezvous gives this replica nothing (its leases go at this cycle).
     const leave = this.standingDown ? '1' : '0';
-    const res = (await this.ctx.connection.eval(HEARTBEAT, [this.keys.members, this.keys.members, this.keys.version], [this.ctx.replicaId, this.ctx.leaseMs, '', leave])) as unknown[];
+    const keys = [this.keys.members, this.keys.members, this.keys.version, this.keys.epoch, this.keys.lossMark];
+    const res = (await this.ctx.connection.eval(HEARTBEAT, keys, [this.ctx.replicaId, this.ctx.leaseMs, '', leave, ...this.loss.heartbeatArgs()])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
-    this.live = res.slice(1).filter((_, i) => i % 2 === 0).map(String).sort();
-    if (version === null && this.list.size > 0) {
-      // The list's version is never deleted: Redis lost its data (restarted without persistence). Put back the list we knew,
-      // and the states we hold: whoever takes a token next resumes from them rather than from nothing (a lost ended).
+    this.live = res.slice(3).filter((_, i) => i % 2 === 0).map(String).sort();
+    if (this.loss.heard(res[1], res[2], version === null && this.list.size > 0)) {
+      // Redis lost its data (data-loss.ts): put back the list we knew, and the newest states we know: whoever
+      // takes a token next resumes from them rather than from nothing (a lost ended).
       await this.changeList('+', [...this.list]);
       await this.restoreStates();
-      this.lapsed.clear();
       return;
     }
-    // Redis answered with its data: the states of lapsed leases are there for whoever takes them.
-    this.lapsed.clear();
     if (version !== this.version) {
       const members = await this.ctx.connection.run('reading the watch list', (r) => r.smembers(this.keys.list));
       this.list = new Set(members);
       this.version = version;
+      this.loss.keepOnly(this.list);
     }
   }
 
@@ -288,6 +286,8 @@ export class WatchOwnership<S> {
       // Recorded even when closed meanwhile: close() gives back every lease held, these included.
       for (let j = 0; j < want; j++) this.renewed(batch[j], res[j], sentAt + this.validMs, acquired);
     }
+    // Taken now, and taken earlier but held back (data-loss.ts): announced once their states are known.
+    for (const [t, h] of this.held) if (!h.announced && !acquired.includes(t)) acquired.push(t);
     if (acquired.length > 0 && !this.closed) await this.announce(acquired);
   }
 
@@ -306,24 +306,19 @@ export class WatchOwnership<S> {
     }
   }
 
-  /**
-   * Puts back the states of the tokens held here, and of those whose lease
-   * lapsed while Redis was away (the last holder: nobody could take them
-   * meanwhile), where Redis holds none; the next commit expects the revision
-   * written.
-   */
+  /** Puts back the states this replica knows where Redis holds none or an older one (data-loss.ts). */
   private async restoreStates(): Promise<void> {
-    const kept: Array<[string, unknown, Held | undefined]> = [...this.lapsed].filter(([t]) => !this.held.has(t)).map(([t, last]) => [t, last, undefined]);
-    for (const [t, h] of this.held) if (h.announced && h.last !== undefined) kept.push([t, h.last, h]);
-    if (kept.length === 0) return;
-    const args = kept.flatMap(([token, last]) => [token, last === null ? '' : JSON.stringify(last)]);
-    const revs = (await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state], args)) as number[];
-    kept.forEach(([, , h], i) => {
-      if (h && Number(revs[i]) > 0) h.rev = Number(revs[i]);
-    });
+    const { tokens, args } = this.loss.restoreArgs();
+    if (tokens.length === 0) return;
+    await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state], args);
+    // A holder whose state was not the newest finds out at its next commit (stale): it takes the token again from the newer.
   }
 
-  /** Loads the states of newly held tokens and tells the caller. */
+  /**
+   * Loads the states of newly held tokens and tells the caller. While a loss
+   * of Redis's data is marked, a token Redis holds no state for stays held
+   * back: its last holder may still put it back (data-loss.ts).
+   */
   private async announce(tokens: string[]): Promise<void> {
     let raw: Array<string | null>;
     try {
@@ -335,16 +330,18 @@ export class WatchOwnership<S> {
     }
     if (this.closed) return;
     const acquired: AcquiredToken<S>[] = [];
+    const holdBack = this.loss.holdingBack;
     tokens.forEach((token, i) => {
       const h = this.held.get(token);
-      if (!h) return;
+      if (!h || h.announced) return;
       const saved = parseSaved<S>(raw[i]);
+      if (!saved && holdBack) return;
       h.rev = saved?.rev ?? 0;
-      h.last = saved ? saved.state : undefined;
       h.announced = true;
+      if (saved) this.loss.remember(token, saved.rev, saved.state);
       acquired.push({ token, saved });
     });
-    this.tell({ acquired, released: [] });
+    if (acquired.length > 0) this.tell({ acquired, released: [] });
   }
 
   /** Local leases past their validity: stop polling them and say when they were lost. */
@@ -354,7 +351,6 @@ export class WatchOwnership<S> {
     for (const [token, h] of this.held) {
       if (now < h.validUntil) continue;
       this.held.delete(token);
-      if (h.announced && h.last !== undefined) this.lapsed.set(token, h.last);
       const at = new Date(Date.now() - (now - h.validUntil)).toISOString();
       lapsed.push({ token, reason: 'lease-lost', message: `lease lost at ${at} (not renewed in time: ${this.ctx.connection.health.reason ?? 'Redis answered too late'})` });
     }

@@ -19,9 +19,19 @@ local nowMs = math.floor(nowUs / 1000)
 /**
  * A replica says it is alive and reads who else is.
  * KEYS: sorted set of members, hash of their info (the sorted set's name again
- * when there is none), and optionally a version key to read. ARGV: replica id, ttl ms, info
- * JSON ('' = none), leave ('1' = remove me). Returns {version or false, id1,
- * info1, id2, info2, …} of the live members, pruning the dead ones.
+ * when there is none), and for a watch scope its list's version, its epoch and
+ * its loss mark. ARGV: replica id, ttl ms, info JSON ('' = none), leave ('1' =
+ * remove me), and for a scope the epoch this replica last saw ('' = none yet)
+ * and the loss mark's time in ms. Returns {version or false, epoch or false,
+ * ms the loss mark has left (negative: none), id1, info1, id2, info2, …} of
+ * the live members, pruning the dead ones.
+ *
+ * The epoch is written once, when the scope's keys are empty: a replica that
+ * finds another epoch than the one it saw knows Redis lost its data meanwhile
+ * (restarted without persistence, or failed over to a replica that had not
+ * caught up), however many others saw it first and wrote the list again. It
+ * then marks the loss (the mark lives ARGV[6] ms from the last replica that
+ * saw it): see ownership.ts for what a mark holds back.
  */
 export const HEARTBEAT = new Script(
   'heartbeat',
@@ -43,8 +53,18 @@ end
 -- A fleet nobody runs any more leaves nothing behind.
 redis.call('PEXPIRE', KEYS[1], ttl * 20)
 if withInfo then redis.call('PEXPIRE', KEYS[2], ttl * 20) end
-local out = { false }
-if #KEYS >= 3 then out[1] = redis.call('GET', KEYS[3]) end
+local out = { false, false, -2 }
+if #KEYS >= 5 then
+  out[1] = redis.call('GET', KEYS[3])
+  local epoch = redis.call('GET', KEYS[4])
+  if not epoch then
+    epoch = t[1] .. '.' .. t[2] .. ':' .. me
+    redis.call('SET', KEYS[4], epoch)
+  end
+  if ARGV[5] ~= '' and ARGV[5] ~= epoch then redis.call('SET', KEYS[5], '1', 'PX', ARGV[6]) end
+  out[2] = epoch
+  out[3] = redis.call('PTTL', KEYS[5])
+end
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 for i = 1, #live do
   out[#out + 1] = live[i]
@@ -125,18 +145,25 @@ return rev`,
 );
 
 /**
- * Redis lost its data: a holder puts back the states it holds, each only where
- * none was written since (HSETNX), at a revision from Redis's clock (see
- * COMMIT_STATE). KEYS: state hash. ARGV: token, state JSON ('' = no session),
- * pairs. Returns per token the revision written, or 0 where a state was there.
+ * Redis lost its data: a replica puts back the states it knows, each at its
+ * own revision and only over an older one (or none): the newest known
+ * anywhere wins, and a state committed since the loss (its revision from
+ * Redis's clock, above any older one) is never overwritten. KEYS: state hash.
+ * ARGV: token, revision, state JSON ('' = no session), triples. Returns per
+ * token the revision there afterwards.
  */
 export const RESTORE_STATES = new Script(
   'restoreStates',
-  `local t = redis.call('TIME')
-local rev = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local out = {}
-for i = 1, #ARGV, 2 do
-  if redis.call('HSETNX', KEYS[1], ARGV[i], rev .. ':' .. ARGV[i + 1]) == 1 then out[#out + 1] = rev else out[#out + 1] = 0 end
+  `local out = {}
+for i = 1, #ARGV, 3 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  local had = cur and tonumber(string.match(cur, '^(%d+):') or '0') or -1
+  local rev = tonumber(ARGV[i + 1])
+  if had < rev then
+    redis.call('HSET', KEYS[1], ARGV[i], rev .. ':' .. ARGV[i + 2])
+    had = rev
+  end
+  out[#out + 1] = had
 end
 return out`,
 );

@@ -12,6 +12,9 @@ import { until } from '../../harness';
 import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
 import { Fleet } from '../../../nodes/lib/fleet/fleet';
 import { RedisServer } from '../../redis-server';
+import { RedisNemesis } from '../../redis-nemesis';
+import { RESTORE_STATES } from '../../../nodes/lib/fleet/scripts';
+import type { AcquiredToken } from '../../../nodes/lib/fleet/ownership-types';
 import { fleetSuite, sleep, FAST } from './fleet-fixture';
 
 describe('fleet: Redis lost its data under a replica that keeps its lease', function () {
@@ -71,5 +74,75 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
       await fleet.close();
       await redis.close();
     }
+  });
+
+  it('the last holder reconnects after the others: a token they take with no state waits for it to put its state back, and resumes from it', async () => {
+    // Cycles long enough that the loss mark (2 s + 2 cycles) outlasts the late holder's reconnection.
+    const timing = { cycleMs: 500, leaseMs: 1_500, commandTimeoutMs: 400, connectTimeoutMs: 1_000 };
+    const redis = await RedisServer.start({ persist: false });
+    const lateLink = await RedisNemesis.start(redis.port);
+    const fleetKey = `late-${process.pid}`;
+    const early = new Fleet({ url: redis.url, fleetKey, ...timing });
+    const late = new Fleet({ url: lateLink.urlFor(redis.url), fleetKey, ...timing });
+    const t0 = Date.now();
+    const taken: Array<{ by: string; token: string; state: unknown; ms: number }> = [];
+    const listen = (by: string) => ({ onChange: (c: { acquired: AcquiredToken<{ tx: string }>[] }) => c.acquired.forEach((a) => taken.push({ by, token: a.token, state: a.saved ? a.saved.state : 'nothing', ms: Date.now() - t0 })) });
+    try {
+      const ownEarly = early.ownership<{ tx: string }>('late', listen('early'));
+      const ownLate = late.ownership<{ tx: string }>('late', listen('late'));
+      const tokens = Array.from({ length: 8 }, (_, i) => `LATE-${i}`);
+      await ownEarly.watch(tokens);
+      await until(() => ownEarly.owned().length > 0 && ownLate.owned().length > 0 && ownEarly.owned().length + ownLate.owned().length === tokens.length, 'the tokens spread over both', 10_000);
+      const lateOnes = ownLate.owned();
+      for (const t of lateOnes) assert.ok((await ownLate.commit(t, { tx: `TX-${t}` })).ok, `${t} committed`);
+      for (const t of ownEarly.owned()) assert.ok((await ownEarly.commit(t, null)).ok, `${t} committed`);
+      taken.length = 0;
+      // The late holder is cut off while Redis restarts without its data; the early one comes back at once.
+      lateLink.blackhole();
+      const cutAt = Date.now() - t0;
+      await redis.stop();
+      await redis.start();
+      const backAt = Date.now() - t0;
+      // The early replica is back once it wrote the new epoch; it then holds the late one's tokens (lone member).
+      const admin = redis.admin();
+      const epochKey = early.keys.scope('late').epoch;
+      for (let i = 0; i < 100 && (await admin.get(epochKey).catch(() => null)) === null; i++) await sleep(50);
+      await sleep(600);
+      lateLink.heal();
+      const healedAt = Date.now() - t0;
+      await until(() => lateOnes.every((t) => taken.some((a) => a.token === t)), "the late holder's tokens taken again", 15_000);
+      for (const t of lateOnes) {
+        const got = taken.filter((a) => a.token === t);
+        assert.ok(
+          got.every((a) => JSON.stringify(a.state) === JSON.stringify({ tx: `TX-${t}` })),
+          `${t} resumed from the state its last holder put back, never from nothing: ${JSON.stringify(got)} (cut ${cutAt} ms, Redis back ${backAt} ms, healed ${healedAt} ms)`,
+        );
+      }
+    } finally {
+      lateLink.heal();
+      await Promise.all([early.close(), late.close()]);
+      await lateLink.close();
+      await redis.close();
+    }
+  });
+
+  it('what the replicas put back: the newest revision known wins in whatever order they come, and a state committed since the loss is never overwritten', async () => {
+    const fleet = suite.replica();
+    const own = fleet.ownership<{ tx: string }>('newest', {});
+    const key = fleet.keys.scope('newest').state;
+    await own.watch(['N-1']);
+    await until(() => own.mayPoll('N-1'), 'the lease taken', 5_000);
+    await fleet.connection.open();
+    const restore = (rev: number, tx: string) => fleet.connection.eval(RESTORE_STATES, [key], ['N-0', String(rev), JSON.stringify({ tx })]);
+    assert.deepEqual(await restore(1_000, 'newer'), [1_000], 'nothing there: written');
+    assert.deepEqual(await restore(999, 'older'), [1_000], 'an older one comes later: not written');
+    assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-0'))?.state, { tx: 'newer' });
+    assert.deepEqual(await restore(1_001, 'newest'), [1_001], 'a newer one: written');
+    // A commit from nothing after the loss: its revision is Redis's clock in ms, above any from before.
+    const committed = await own.commit('N-1', { tx: 'after the loss' });
+    assert.ok(committed.ok);
+    const before = committed.ok ? committed.rev : 0;
+    assert.deepEqual(await fleet.connection.eval(RESTORE_STATES, [key], ['N-1', String(before - 1), JSON.stringify({ tx: 'from before' })]), [before]);
+    assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-1'))?.state, { tx: 'after the loss' });
   });
 });
