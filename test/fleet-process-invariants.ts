@@ -6,9 +6,10 @@
  *
  * - commands: each injected START/STOP arrives from the replicas exactly once.
  *   Two only if Redis lost its data while the command was being decided (the
- *   claim was lost: docs/fleet.md's failure table); none only if a replica the
- *   command was injected on was killed (kill -9) within the read-back time
- *   (it may have held the claim and died before sending). No command arrives
+ *   claim was lost: docs/fleet.md's failure table); a START none only if a
+ *   replica it was injected on was killed (kill -9) within the read-back time
+ *   (it may have held the claim and died before sending), a STOP only if
+ *   every one was (the others take a dead claimer's STOP over). No command arrives
  *   that nobody injected;
  * - watch events: each session's `started` once, and its `ended` once if it
  *   was stopped (none if not), never lost; twice only if Redis lost its data
@@ -118,7 +119,10 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
     const m = injects.length;
     if (n === m) continue;
     const losses = injects.filter((c) => within(run.outages, 'data-loss', c.at, c.at + DECIDED_MS).length > 0).length;
-    const kills = injects.filter((c) => within(run.outages, 'killed', c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1))).length;
+    // A START whose claimer was killed before sending is not sent by the others (OUTCOME_UNKNOWN at their Catch); a STOP's
+    // duplicates take it over, so a STOP goes unsent only when every replica it was injected on was killed.
+    const killed = (c: CommandInjected) => within(run.outages, 'killed', c.at, c.at + DECIDED_MS).map((o) => o.replica ?? -1);
+    const kills = injects.filter((c) => (k.startsWith('STOP ') ? c.targets.every((t) => killed(c).includes(t)) : killed(c).some((t) => c.targets.includes(t)))).length;
     // A replica cut off, stopped or killed past a lease looks gone to the others: a STOP it claimed is sent again by them,
     // by design (a STOP that did not stop is worse than one sent twice); a START never is.
     const goneSenders = k.startsWith('STOP ') ? injects.filter((c) => (['cut', 'stopped', 'killed'] as const).some((kind) => within(run.outages, kind, c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1)))).length : 0;

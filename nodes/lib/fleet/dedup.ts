@@ -28,7 +28,11 @@
  *    (ChargingError.toJSON: no secrets).
  * 4. Every other replica is a duplicate: it does not send, and reads the
  *    claim (25 ms, doubling to 200 ms) until the outcome is there, until its
- *    own deadline, or until the claim is gone. It then tells its flow either
+ *    own deadline, or until the claim is gone. A STOP's duplicates read it
+ *    through the claim script: if the claimer left the fleet without an
+ *    outcome (killed before sending), the first of them to ask once the claim
+ *    is older than a lease takes it over and sends (a STOP that did not stop
+ *    is worse than one sent twice); a START's never do. It then tells its flow either
  *    the sender's outcome (`duplicate`) or a clear marker (`unknown`: the
  *    sender did not report in time, or stopped; the command may have been
  *    sent, so a START/STOP is OUTCOME_UNKNOWN, never retried from here).
@@ -123,18 +127,23 @@ export class CommandDedup {
     if (this.down.down && this.down.downForMs() >= this.readBackMs) {
       return { role: 'unavailable', error: this.down.error() };
     }
+    // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
+    // A STOP whose claimer left the fleet without publishing, the claim older than a lease (its replica had a
+    // heartbeat's time to be back among the members), is claimed anew (twice is harmless); a START waits for its claim to lapse.
+    const takeOver = cmd.action === 'STOP' ? '1' : '0';
+    const minAge = this.ctx.leaseMs ?? this.readBackMs;
+    const tryClaim = async (): Promise<Held | 'mine'> => {
+      const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
+      const held = got === 'OK' ? null : parseHeld(String(got));
+      return held === null || held.claimant === claimant ? 'mine' : held;
+    };
     let lastError: ChargingError | null = null;
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
       try {
-        // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
-        // A STOP whose claimer left the fleet without publishing, the claim older than a lease (its replica had a
-        // heartbeat's time to be back among the members), is claimed anew (twice is harmless); a START waits for its claim to lapse.
-        const takeOver = cmd.action === 'STOP' ? '1' : '0';
-        const minAge = this.ctx.leaseMs ?? this.readBackMs;
-        const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
-        const held = got === 'OK' ? null : parseHeld(String(got));
-        if (held === null || held.claimant === claimant) return this.sender(key, claimant);
-        return this.awaitOutcome<T>(key, start + Math.max(0, waitMs));
+        if ((await tryClaim()) === 'mine') return this.sender(key, claimant);
+        // A STOP's duplicates keep asking the claim itself: if its claimer dies before sending, one of them takes it over and sends.
+        const watch = cmd.action === 'STOP' ? tryClaim : () => this.read(key);
+        return this.awaitOutcome<T>(key, claimant, watch, start + Math.max(0, waitMs));
       } catch (err) {
         lastError = this.ctx.connection.toError(err, 'claiming a command');
         if (lastError.code === 'CLOSED' || lastError.code === 'CONFIG') return { role: 'unavailable', error: lastError };
@@ -194,14 +203,17 @@ export class CommandDedup {
     }
   }
 
-  private async awaitOutcome<T>(key: string, deadline: number): Promise<Claim<T>> {
+  /** Reads the claim (`watch`) until the sender's outcome is there, the claim is gone or ours (a STOP taken over), or the deadline. */
+  private async awaitOutcome<T>(key: string, claimant: string, watch: () => Promise<Held | 'mine' | null>, deadline: number): Promise<Claim<T>> {
     let pause = 25;
     let from: string | null = null;
     let lastError: ChargingError | null = null;
     for (;;) {
       let held: Held | null | undefined;
       try {
-        held = await this.read(key);
+        const got = await watch();
+        if (got === 'mine') return this.sender(key, claimant);
+        held = got;
         lastError = null;
       } catch (err) {
         // A lost answer or a reconnect: asked again until the deadline (undefined: not known).

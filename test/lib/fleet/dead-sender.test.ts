@@ -7,7 +7,7 @@
  * a STOP that does not stop for a minute.
  */
 import assert from 'node:assert/strict';
-import { stopCommand } from '../../../nodes/lib/session/commands';
+import { startCommand, stopCommand } from '../../../nodes/lib/session/commands';
 import { fleetSuite } from './fleet-fixture';
 
 describe('fleet: a command claimed by a replica that died before sending it', function () {
@@ -48,5 +48,27 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     const run = await other;
     assert.equal(run.role, 'duplicate', `the second replica waits for the claimer's outcome, got ${JSON.stringify(run)}`);
     assert.equal(sent, 0);
+  });
+
+  it('the duplicates of a STOP already waiting when its claimer dies: one of them takes it over and sends it, once; a START\'s duplicates send nothing (OUTCOME_UNKNOWN)', async () => {
+    const dead = suite.replica();
+    const live = [suite.replica(), suite.replica()];
+    await Promise.all([dead, ...live].map((f) => f.connection.open()));
+    const stop = stopCommand({ locationId: 'L', evseId: '3', token: 'DEAD-WAIT', transactionId: 'TX-DEAD-WAIT' });
+    const start = startCommand({ locationId: 'L', evseId: '4', token: 'DEAD-WAIT-S' });
+    assert.equal((await dead.commands.claim(stop, 5_000)).role, 'sender');
+    assert.equal((await dead.commands.claim(start, 5_000)).role, 'sender');
+    let stops = 0;
+    let starts = 0;
+    const waiting = live.map((f) => f.commands.run(stop, async () => ++stops, 5_000));
+    const waitingStart = live.map((f) => f.commands.run(start, async () => ++starts, 2_000));
+    await new Promise((r) => setTimeout(r, 100));
+    await dead.close(); // dies holding both claims, without an outcome
+    const runs = await Promise.all(waiting);
+    assert.equal(stops, 1, `the STOP sent once by the survivors: ${JSON.stringify(runs)}`);
+    assert.deepEqual(runs.map((r) => r.role).sort(), ['duplicate', 'sent'], 'one sent it, the other passed its outcome on');
+    const startRuns = await Promise.all(waitingStart);
+    assert.equal(starts, 0, 'a START is never taken over: its claimer may only be paused');
+    assert.deepEqual(startRuns.map((r) => r.role), ['unknown', 'unknown']);
   });
 });
