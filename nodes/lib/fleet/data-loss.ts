@@ -13,12 +13,14 @@
  * - The epoch (HEARTBEAT): written once when the scope is empty. A replica
  *   that finds another one than it saw knows of the loss, even when others
  *   came back first and wrote the list again.
- * - The mark: every replica that sees the loss marks it for graceMs (the
- *   longest reconnection pause plus two cycles). While it lives, a token taken
- *   with no state is held but not polled: its last holder may still be on its
- *   way back. Each holder puts its states back as soon as it sees the loss
- *   (HSETNX: never over a newer one); the token is announced with that state,
- *   or from nothing once the mark is gone.
+ * - The mark: the first replica back that saw the old epoch writes the
+ *   members it saw before the loss; each takes itself out once it has put
+ *   its states back, and the mark is gone when all have (about a reconnection
+ *   after the loss), or after graceMs (the longest reconnection pause plus two
+ *   cycles: a member that died with the data does not hold the others up
+ *   longer). While it lives, a token taken with no state is held but not
+ *   polled: its last holder may still be on its way back. It is announced
+ *   with the state put back, or from nothing once the mark is gone.
  * - The states this replica knows, each with its revision: those it holds,
  *   and those it held or loaded before (a token handed over by a rebalance
  *   just before the loss, a lease that lapsed while Redis was away). On the
@@ -41,6 +43,8 @@ export class DataLossWatch {
   private epoch = '';
   /** monotonic ms until which a token taken with no state waits */
   private markedUntil = -Infinity;
+  /** the loss was seen and what this replica knows is not put back yet */
+  private restorePending = false;
   /** the newest state this replica knows per watched token */
   private readonly known = new Map<string, KnownState>();
   readonly graceMs: number;
@@ -52,22 +56,31 @@ export class DataLossWatch {
     this.graceMs = MAX_RECONNECT_PAUSE_MS + 2 * cycleMs;
   }
 
-  /** HEARTBEAT's last two arguments: the epoch seen, and the mark's time. */
-  heartbeatArgs(): [string, string] {
-    return [this.epoch, String(this.graceMs)];
+  /** HEARTBEAT's arguments for the loss: the epoch seen, the mark's longest life, the members seen before. */
+  heartbeatArgs(members: string[]): string[] {
+    return [this.epoch, String(this.graceMs), ...members];
   }
 
   /**
-   * What a heartbeat found: true when Redis lost its data since the last one
-   * (another epoch, or the list's version gone while a list was known).
+   * What a heartbeat found. Redis lost its data since the last one when the
+   * epoch is another, or the list's version is gone while a list was known:
+   * then mustRestore until restored() is called.
    */
-  heard(epoch: unknown, markLeftMs: unknown, versionGone: boolean): boolean {
+  heard(epoch: unknown, markLeftMs: unknown, versionGone: boolean): void {
     const seen = typeof epoch === 'string' ? epoch : '';
-    const lost = (this.epoch !== '' && seen !== this.epoch) || versionGone;
+    if ((this.epoch !== '' && seen !== this.epoch) || versionGone) this.restorePending = true;
     this.epoch = seen;
     const left = Number(markLeftMs);
     this.markedUntil = left > 0 ? this.now() + left : -Infinity;
-    return lost;
+  }
+
+  /** The list and the known states are to be put back (asked again at every cycle until restored()). */
+  get mustRestore(): boolean {
+    return this.restorePending;
+  }
+
+  restored(): void {
+    this.restorePending = false;
   }
 
   /** A token taken with no state waits: the loss is marked and its last holder may still put its state back. */
@@ -87,13 +100,8 @@ export class DataLossWatch {
     for (const t of this.known.keys()) if (!watched.has(t)) this.known.delete(t);
   }
 
-  /** What to put back after a loss: RESTORE_STATES's arguments, in the order of `tokens`. */
-  restoreArgs(): { tokens: string[]; args: string[] } {
-    const tokens = [...this.known.keys()];
-    const args = tokens.flatMap((t) => {
-      const k = this.known.get(t) as KnownState;
-      return [t, String(k.rev), k.state === null ? '' : JSON.stringify(k.state)];
-    });
-    return { tokens, args };
+  /** What to put back after a loss: RESTORE_STATES's arguments after the replica id. */
+  restoreArgs(): string[] {
+    return [...this.known].flatMap(([t, k]) => [t, String(k.rev), k.state === null ? '' : JSON.stringify(k.state)]);
   }
 }

@@ -114,7 +114,7 @@ export interface ScopeKeys {
   version: string;
   /** written once while the scope's keys are empty: another value than the one a replica saw says Redis lost its data */
   epoch: string;
-  /** while it lives, a token taken with no state waits for its last holder to put its state back (ownership.ts) */
+  /** after a loss, the members that have not put their states back yet (set): while it lives, a token taken with no state waits (data-loss.ts) */
   lossMark: string;
   /** replicas running this scope: sorted set as `replicas` */
   members: string;

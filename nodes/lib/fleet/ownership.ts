@@ -247,14 +247,16 @@ export class WatchOwnership<S> {
     // Standing down: out of the members, so that rendezvous gives this replica nothing (its leases go at this cycle).
     const leave = this.standingDown ? '1' : '0';
     const keys = [this.keys.members, this.keys.members, this.keys.version, this.keys.epoch, this.keys.lossMark];
-    const res = (await this.ctx.connection.eval(HEARTBEAT, keys, [this.ctx.replicaId, this.ctx.leaseMs, '', leave, ...this.loss.heartbeatArgs()])) as unknown[];
+    const res = (await this.ctx.connection.eval(HEARTBEAT, keys, [this.ctx.replicaId, this.ctx.leaseMs, '', leave, ...this.loss.heartbeatArgs(this.live)])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
     this.live = res.slice(3).filter((_, i) => i % 2 === 0).map(String).sort();
-    if (this.loss.heard(res[1], res[2], version === null && this.list.size > 0)) {
+    this.loss.heard(res[1], res[2], version === null && this.list.size > 0);
+    if (this.loss.mustRestore) {
       // Redis lost its data (data-loss.ts): put back the list we knew, and the newest states we know: whoever
       // takes a token next resumes from them rather than from nothing (a lost ended).
       await this.changeList('+', [...this.list]);
       await this.restoreStates();
+      this.loss.restored();
       return;
     }
     if (version !== this.version) {
@@ -308,9 +310,7 @@ export class WatchOwnership<S> {
 
   /** Puts back the states this replica knows where Redis holds none or an older one (data-loss.ts). */
   private async restoreStates(): Promise<void> {
-    const { tokens, args } = this.loss.restoreArgs();
-    if (tokens.length === 0) return;
-    await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state], args);
+    await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state, this.keys.lossMark], [this.ctx.replicaId, ...this.loss.restoreArgs()]);
     // A holder whose state was not the newest finds out at its next commit (stale): it takes the token again from the newer.
   }
 

@@ -21,17 +21,19 @@ local nowMs = math.floor(nowUs / 1000)
  * KEYS: sorted set of members, hash of their info (the sorted set's name again
  * when there is none), and for a watch scope its list's version, its epoch and
  * its loss mark. ARGV: replica id, ttl ms, info JSON ('' = none), leave ('1' =
- * remove me), and for a scope the epoch this replica last saw ('' = none yet)
- * and the loss mark's time in ms. Returns {version or false, epoch or false,
- * ms the loss mark has left (negative: none), id1, info1, id2, info2, …} of
- * the live members, pruning the dead ones.
+ * remove me), and for a scope the epoch this replica last saw ('' = none yet),
+ * the loss mark's longest life in ms and the members it last saw. Returns
+ * {version or false, epoch or false, ms the loss mark has left (negative:
+ * none), id1, info1, id2, info2, …} of the live members, pruning the dead
+ * ones.
  *
  * The epoch is written once, when the scope's keys are empty: a replica that
  * finds another epoch than the one it saw knows Redis lost its data meanwhile
  * (restarted without persistence, or failed over to a replica that had not
- * caught up), however many others saw it first and wrote the list again. It
- * then marks the loss (the mark lives ARGV[6] ms from the last replica that
- * saw it): see ownership.ts for what a mark holds back.
+ * caught up), however many others saw it first and wrote the list again. The
+ * first one back that had seen the old epoch writes the loss mark: the
+ * members it saw before the loss, each of which takes itself out once it has
+ * put its states back (RESTORE_STATES), for at most ARGV[6] ms (data-loss.ts).
  */
 export const HEARTBEAT = new Script(
   'heartbeat',
@@ -60,8 +62,11 @@ if #KEYS >= 5 then
   if not epoch then
     epoch = t[1] .. '.' .. t[2] .. ':' .. me
     redis.call('SET', KEYS[4], epoch)
+    if ARGV[5] ~= '' then
+      redis.call('SADD', KEYS[5], me, unpack(ARGV, 7))
+      redis.call('PEXPIRE', KEYS[5], ARGV[6])
+    end
   end
-  if ARGV[5] ~= '' and ARGV[5] ~= epoch then redis.call('SET', KEYS[5], '1', 'PX', ARGV[6]) end
   out[2] = epoch
   out[3] = redis.call('PTTL', KEYS[5])
 end
@@ -148,14 +153,15 @@ return rev`,
  * Redis lost its data: a replica puts back the states it knows, each at its
  * own revision and only over an older one (or none): the newest known
  * anywhere wins, and a state committed since the loss (its revision from
- * Redis's clock, above any older one) is never overwritten. KEYS: state hash.
- * ARGV: token, revision, state JSON ('' = no session), triples. Returns per
+ * Redis's clock, above any older one) is never overwritten. Then it takes
+ * itself out of the loss mark. KEYS: state hash, loss mark. ARGV: replica
+ * id, then token, revision, state JSON ('' = no session) triples. Returns per
  * token the revision there afterwards.
  */
 export const RESTORE_STATES = new Script(
   'restoreStates',
   `local out = {}
-for i = 1, #ARGV, 3 do
+for i = 2, #ARGV, 3 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   local had = cur and tonumber(string.match(cur, '^(%d+):') or '0') or -1
   local rev = tonumber(ARGV[i + 1])
@@ -165,6 +171,7 @@ for i = 1, #ARGV, 3 do
   end
   out[#out + 1] = had
 end
+redis.call('SREM', KEYS[2], ARGV[1])
 return out`,
 );
 

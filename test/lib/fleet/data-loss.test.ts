@@ -130,10 +130,11 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     const fleet = suite.replica();
     const own = fleet.ownership<{ tx: string }>('newest', {});
     const key = fleet.keys.scope('newest').state;
+    const mark = fleet.keys.scope('newest').lossMark;
     await own.watch(['N-1']);
     await until(() => own.mayPoll('N-1'), 'the lease taken', 5_000);
     await fleet.connection.open();
-    const restore = (rev: number, tx: string) => fleet.connection.eval(RESTORE_STATES, [key], ['N-0', String(rev), JSON.stringify({ tx })]);
+    const restore = (rev: number, tx: string) => fleet.connection.eval(RESTORE_STATES, [key, mark], [fleet.replicaId, 'N-0', String(rev), JSON.stringify({ tx })]);
     assert.deepEqual(await restore(1_000, 'newer'), [1_000], 'nothing there: written');
     assert.deepEqual(await restore(999, 'older'), [1_000], 'an older one comes later: not written');
     assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-0'))?.state, { tx: 'newer' });
@@ -142,7 +143,39 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     const committed = await own.commit('N-1', { tx: 'after the loss' });
     assert.ok(committed.ok);
     const before = committed.ok ? committed.rev : 0;
-    assert.deepEqual(await fleet.connection.eval(RESTORE_STATES, [key], ['N-1', String(before - 1), JSON.stringify({ tx: 'from before' })]), [before]);
+    assert.deepEqual(await fleet.connection.eval(RESTORE_STATES, [key, mark], [fleet.replicaId, 'N-1', String(before - 1), JSON.stringify({ tx: 'from before' })]), [before]);
     assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-1'))?.state, { tx: 'after the loss' });
+  });
+
+  it('the loss mark names the members seen before the loss and is gone once each has put its states back, long before its longest life', async () => {
+    const a = suite.replica();
+    const b = suite.replica();
+    const ownA = a.ownership<{ tx: string }>('mark', {});
+    const ownB = b.ownership<{ tx: string }>('mark', {});
+    const keys = a.keys.scope('mark');
+    const admin = suite.redis.admin();
+    await ownA.watch(['M-1', 'M-2', 'M-3', 'M-4']);
+    await until(() => ownA.replicas().length === 2 && ownB.replicas().length === 2 && ownA.owned().length + ownB.owned().length === 4, 'both members, every token owned', 5_000);
+    const members = ownA.replicas();
+    // MONITOR sees every command, so the mark's short life is seen whatever the timing.
+    const monitor = await admin.monitor();
+    const added: string[][] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === 'sadd' && args[1] === keys.lossMark) added.push([...new Set(args.slice(2))].sort());
+    });
+    try {
+      await admin.flushall();
+      const t0 = performance.now();
+      let gone = -1;
+      for (let i = 0; i < 100 && gone < 0; i++) {
+        await sleep(20);
+        if (added.length > 0 && (await admin.exists(keys.lossMark)) === 0) gone = performance.now() - t0;
+      }
+      assert.deepEqual(added, [members], 'written once, by the first replica back, with both members');
+      // Its longest life is 2 s + 2 cycles (2.3 s here): gone before that means both took themselves out.
+      assert.ok(gone >= 0 && gone < 2_000, `gone after ${Math.round(gone)} ms`);
+    } finally {
+      monitor.disconnect();
+    }
   });
 });
