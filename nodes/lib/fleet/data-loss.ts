@@ -1,6 +1,6 @@
 /**
  * How a watch scope knows that Redis lost its data, and what it keeps to put
- * back (docs/fleet.md "Redis failover and data loss").
+ * back (docs/fleet.md, "Leases and hand-over": Redis lost its data).
  *
  * Redis restarted without persistence, or a failover to a replica that had not
  * caught up, leaves the scope without its list, its leases and its states. The
