@@ -133,7 +133,9 @@ export class WatchOwnership<S> {
    */
   commit(token: string, state: S | null): Promise<CommitResult> {
     const h = this.held.get(token);
-    if (!h || !this.mayPoll(token)) return Promise.resolve({ ok: false, reason: 'not-owner', message: `${token} is not owned by this replica` });
+    // The lease as Redis holds it decides (COMMIT_STATE), not its local validity: a poll answered just before this
+    // process stood still past that validity is still committed while no other replica could take the lease.
+    if (!h || !h.announced || this.closed) return Promise.resolve({ ok: false, reason: 'not-owner', message: `${token} is not owned by this replica` });
     const next = h.chain.then(() => this.commitNow(token, h, state));
     h.chain = next.catch(() => undefined);
     return next;
@@ -195,14 +197,14 @@ export class WatchOwnership<S> {
   /**
    * One commit, exactly once: a commit id of its own, the same on every
    * retry, so that a try applied in Redis whose answer was lost (a reconnect,
-   * a write pause) is recognised by the script as done, never "stale". The
-   * local lease is asked before the first try only: once a try may be in
-   * Redis, its fate is Redis's to say (the script checks the lease there). An
+   * a write pause) is recognised by the script as done, never "stale".
+   * Whether the lease is ours is Redis's to say (the script checks it there):
+   * its local validity only guards polling. An
    * answer that does not come within the retry time leaves the id with the
    * token: the next commit from the same revision carries it.
    */
   private async commitNow(token: string, h: Held, state: S | null): Promise<CommitResult> {
-    if (this.held.get(token) !== h || !this.mayPoll(token)) return { ok: false, reason: 'not-owner', message: `${token} is no longer owned by this replica` };
+    if (this.held.get(token) !== h || this.closed) return { ok: false, reason: 'not-owner', message: `${token} is no longer owned by this replica` };
     const id = h.unresolved?.rev === h.rev ? h.unresolved.id : randomBytes(8).toString('hex');
     const args = [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state), id];
     const deadline = this.now() + this.commitRetryMs;

@@ -118,6 +118,24 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     assert.equal(await admin.hget(a.fleet.keys.scope(SCOPE).state, 'RFID-X'), null, 'nothing written');
   });
 
+  it('a poll answered just before the process stood still past the lease\'s local validity is still committed while Redis says the lease is ours', async () => {
+    // A lease long enough that the stall ends before Redis lets it go: 3 s, valid here for 2.7 s from each renewal sent.
+    const fleet = suite.replica({ cycleMs: 1_000, leaseMs: 3_000 });
+    const own = fleet.ownership<{ n: number }>('stall', {});
+    await own.watch(['STALL-1']);
+    await until(() => own.mayPoll('STALL-1'), 'owned', 5_000);
+    const renewed = await fleet.connection.run('pttl', (r) => r.pttl(fleet.keys.scope('stall').lease('STALL-1')));
+    // Stand still (a GC pause, a busy event loop) until the local validity is gone but Redis still holds the lease for us.
+    const end = performance.now() + Math.max(0, renewed - 250);
+    while (performance.now() < end || own.mayPoll('STALL-1')) {
+      if (performance.now() > end + 2_000) break;
+    }
+    assert.equal(own.mayPoll('STALL-1'), false, 'no more polling on a lapsed local validity');
+    const res = await own.commit('STALL-1', { n: 1 });
+    assert.equal(res.ok, true, `committed: Redis still held the lease for this replica (${JSON.stringify(res)})`);
+    assert.deepEqual(parseSaved(await suite.redis.admin().hget(fleet.keys.scope('stall').state, 'STALL-1'))?.state, { n: 1 });
+  });
+
   it('unwatch through any replica stops the owner and forgets the state; a Redis that lost its data gets the list back', async () => {
     const [a, b] = [replica(), replica()];
     await a.own.watch(['RFID-A', 'RFID-B', 'RFID-C']);
