@@ -30,9 +30,10 @@
  *    claim (25 ms, doubling to 200 ms) until the outcome is there, until its
  *    own deadline, or until the claim is gone. A STOP's duplicates read it
  *    through the claim script: if the claimer left the fleet without an
- *    outcome (killed before sending), the first of them to ask once the claim
- *    is older than a lease takes it over and sends (a STOP that did not stop
- *    is worse than one sent twice); a START's never do. It then tells its flow either
+ *    outcome (killed before sending), the first of them to ask once the
+ *    claim is old enough (takeOverAfterMs) takes it over and sends (a STOP
+ *    that did not stop is worse than one sent twice); a START's never do.
+ *    Otherwise it tells its flow either
  *    the sender's outcome (`duplicate`) or a clear marker (`unknown`: the
  *    sender did not report in time, or stopped; the command may have been
  *    sent, so a START/STOP is OUTCOME_UNKNOWN, never retried from here).
@@ -87,14 +88,21 @@ export interface DedupContext {
   connection: FleetConnection;
   keys: FleetKeys;
   replicaId: string;
-  /** the fleet's lease: a member missing for longer than this has left (default: the read-back time) */
-  leaseMs?: number;
+  /**
+   * How old a STOP's claim without outcome must be before it is taken over
+   * from a claimer missing from the fleet's members (default: the read-back
+   * time): long enough for a live claimer to be back among them, a lease and
+   * after Redis lost its data a reconnection (the members were lost too).
+   */
+  takeOverAfterMs?: number;
 }
 
 export class CommandDedup {
   readonly windowMs: number;
   readonly sendMs: number;
   readonly readBackMs: number;
+  /** how old a STOP's claim must be before it is taken over from a claimer that left (DedupContext) */
+  readonly takeOverAfterMs: number;
   private readonly now: () => number;
   private readonly down: DownTimer;
 
@@ -105,6 +113,7 @@ export class CommandDedup {
     this.windowMs = options.windowMs ?? 2_000;
     this.sendMs = options.sendMs ?? 60_000;
     this.readBackMs = options.readBackMs ?? 10_000;
+    this.takeOverAfterMs = ctx.takeOverAfterMs ?? this.readBackMs;
     this.now = options.now ?? monotonicNow;
     this.down = new DownTimer(ctx.connection, this.now);
   }
@@ -128,10 +137,10 @@ export class CommandDedup {
       return { role: 'unavailable', error: this.down.error() };
     }
     // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
-    // A STOP whose claimer left the fleet without publishing, the claim older than a lease (its replica had a
-    // heartbeat's time to be back among the members), is claimed anew (twice is harmless); a START waits for its claim to lapse.
+    // A STOP whose claimer left the fleet without publishing, the claim old enough for a live claimer to be back among
+    // the members (takeOverAfterMs), is claimed anew (twice is harmless); a START waits for its claim to lapse.
     const takeOver = cmd.action === 'STOP' ? '1' : '0';
-    const minAge = this.ctx.leaseMs ?? this.readBackMs;
+    const minAge = this.takeOverAfterMs;
     const tryClaim = async (): Promise<Held | 'mine'> => {
       const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
       const held = got === 'OK' ? null : parseHeld(String(got));

@@ -18,7 +18,7 @@ import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
 import type { FleetHooks } from '../client/fleet-hooks';
-import { FailureReporter, FleetConnection, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
+import { FailureReporter, FleetConnection, MAX_RECONNECT_PAUSE_MS, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
 import { HEARTBEAT } from './scripts';
 import { parseReplicaInfo, type ReplicaInfo } from './replica-info';
@@ -80,7 +80,8 @@ export class Fleet {
     this.failures = new FailureReporter(this.connection, options.onError);
     const ctx = { connection: this.connection, keys: this.keys, replicaId: this.replicaId, onWarning: options.onWarning };
     this.tokens = new SharedTokenStore(ctx, options.token);
-    this.commands = new CommandDedup({ ...ctx, leaseMs: this.leaseMs }, options.dedup);
+    // A live claimer is back among the members within a lease, and after Redis lost its data within a reconnection and two cycles.
+    this.commands = new CommandDedup({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs) }, options.dedup);
     // Connects in the background; the loop's first cycle waits for it (bounded) and retries every cycle.
     this.connection.open().catch(() => undefined);
     this.schedule(0);

@@ -256,8 +256,8 @@ return { 1, at, at - nowUs }`,
  * duplicate window ms, '1' when a claim still being sent may be taken over
  * from a replica that has left the fleet (a STOP: twice is harmless, never
  * is not), how old (ms, from its time to live) such a claim must be (a
- * lease): a young claim's replica may not have renewed its membership yet
- * (Redis just lost its data). Returns 'OK' when the claim is now the caller's, else the value
+ * lease, and a reconnection plus two cycles: a young claim's replica may not
+ * have renewed its membership yet, as after Redis lost its data). Returns 'OK' when the claim is now the caller's, else the value
  * held (the caller's own claimant in it: its earlier try landed). An outcome
  * published more than the window before the caller's first try (a duration,
  * on Redis's clock: no skew) is a finished command: claimed anew. A claimer

@@ -15,7 +15,7 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
   const suite = fleetSuite();
 
   it('the same STOP again, past the window, once the claimer has left the fleet: sent by a live replica', async () => {
-    // A claim without outcome is taken over only once it is older than a lease (600 ms here).
+    // A claim without outcome is taken over only once it is old enough for a live claimer to be back among the members.
     const dead = suite.replica();
     const live = suite.replica();
     await dead.connection.open();
@@ -25,7 +25,7 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     assert.equal(claimed.role, 'sender');
     // It dies holding the claim: no publish; its membership lapses (close() is the quick way out of the fleet).
     await dead.close();
-    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.leaseMs) + 500));
+    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.commands.takeOverAfterMs) + 300));
     let sent = 0;
     const run = await live.commands.run(cmd, async () => ++sent, 3_000);
     assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
