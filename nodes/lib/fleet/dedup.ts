@@ -137,14 +137,21 @@ export class CommandDedup {
       return { role: 'unavailable', error: this.down.error() };
     }
     // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
-    // A STOP whose claimer left the fleet without publishing, the claim old enough for a live claimer to be back among
-    // the members (takeOverAfterMs), is claimed anew (twice is harmless); a START waits for its claim to lapse.
-    const takeOver = cmd.action === 'STOP' ? '1' : '0';
+    // A STOP whose claimer left the fleet without publishing is claimed anew (twice is harmless) once this replica
+    // has seen the claimer missing from the live replicas for takeOverAfterMs on its own clock, and the claim is
+    // that old: one look is not enough (right after a write pause every membership has lapsed until its next
+    // heartbeat). A START waits for its claim to lapse.
     const minAge = this.takeOverAfterMs;
+    let missingSince: number | null = null;
     const tryClaim = async (): Promise<Held | 'mine'> => {
+      const takeOver = cmd.action === 'STOP' && missingSince !== null && this.now() - missingSince >= minAge ? '1' : '0';
       const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
-      const held = got === 'OK' ? null : parseHeld(String(got));
-      return held === null || held.claimant === claimant ? 'mine' : held;
+      if (got === 'OK') return 'mine';
+      const [value, alive] = Array.isArray(got) ? got : [got, 1];
+      if (Number(alive) === 1) missingSince = null;
+      else missingSince ??= this.now();
+      const held = parseHeld(String(value));
+      return held.claimant === claimant ? 'mine' : held;
     };
     let lastError: ChargingError | null = null;
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {

@@ -257,8 +257,13 @@ return { 1, at, at - nowUs }`,
  * from a replica that has left the fleet (a STOP: twice is harmless, never
  * is not), how old (ms, from its time to live) such a claim must be (a
  * lease, and a reconnection plus two cycles: a young claim's replica may not
- * have renewed its membership yet, as after Redis lost its data). Returns 'OK' when the claim is now the caller's, else the value
- * held (the caller's own claimant in it: its earlier try landed). An outcome
+ * have renewed its membership yet, as after Redis lost its data). Returns
+ * 'OK' when the claim is now the caller's, else {the value held (the
+ * caller's own claimant in it: its earlier try landed), 1 when its claimer
+ * is among the live replicas (or it holds an outcome), else 0}: the caller
+ * asks to take a claim over only once it has seen its claimer missing for
+ * long enough (a write pause makes every membership look lapsed for a
+ * moment). An outcome
  * published more than the window before the caller's first try (a duration,
  * on Redis's clock: no skew) is a finished command: claimed anew. A claimer
  * held up by a fault still sees the outcome of the send it raced with.
@@ -270,13 +275,14 @@ local v = redis.call('GET', KEYS[1])
 if v then
   local at = tonumber(string.match(v, '\\n(%d+) '))
   if at then
-    if at + tonumber(ARGV[4]) > nowMs - tonumber(ARGV[3]) then return v end
+    if at + tonumber(ARGV[4]) > nowMs - tonumber(ARGV[3]) then return { v, 1 } end
   else
-    if ARGV[5] ~= '1' then return v end
-    if tonumber(ARGV[2]) - redis.call('PTTL', KEYS[1]) < tonumber(ARGV[6]) then return v end
     local holder = string.match(v, '^[^:\\n]*:([^\\n]*)')
     local lapses = holder and redis.call('ZSCORE', KEYS[2], holder)
-    if lapses and tonumber(lapses) > nowMs then return v end
+    local alive = lapses and tonumber(lapses) > nowMs
+    if alive then return { v, 1 } end
+    if ARGV[5] ~= '1' then return { v, 0 } end
+    if tonumber(ARGV[2]) - redis.call('PTTL', KEYS[1]) < tonumber(ARGV[6]) then return { v, 0 } end
   end
 end
 redis.call('SET', KEYS[1], ARGV[1] .. '\\n', 'PX', ARGV[2])

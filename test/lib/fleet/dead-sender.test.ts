@@ -27,7 +27,7 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     await dead.close();
     await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.commands.takeOverAfterMs) + 300));
     let sent = 0;
-    const run = await live.commands.run(cmd, async () => ++sent, 3_000);
+    const run = await live.commands.run(cmd, async () => ++sent, 5_000);
     assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
     assert.equal(sent, 1);
   });
@@ -70,5 +70,29 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     const startRuns = await Promise.all(waitingStart);
     assert.equal(starts, 0, 'a START is never taken over: its claimer may only be paused');
     assert.deepEqual(startRuns.map((r) => r.role), ['unknown', 'unknown']);
+  });
+
+  it('a claimer that looks gone for a moment (its membership lapsed: a write pause, a late heartbeat) is not dead: the STOP is sent once', async () => {
+    const claimer = suite.replica();
+    const waiting = suite.replica();
+    await Promise.all([claimer, waiting].map((f) => f.connection.open()));
+    const stop = stopCommand({ locationId: 'L', evseId: '5', token: 'PAUSED', transactionId: 'TX-PAUSED' });
+    const claimed = await claimer.commands.claim(stop, 5_000);
+    assert.equal(claimed.role, 'sender');
+    let sent = 0;
+    const other = waiting.commands.run(stop, async () => ++sent, 10_000);
+    // The claim old enough to be taken over; then its claimer missing from the members for 600 ms (as right after a
+    // write pause, until its next heartbeat), far shorter than the takeover age.
+    await new Promise((r) => setTimeout(r, claimer.commands.takeOverAfterMs + 200));
+    const admin = suite.redis.admin();
+    for (let end = performance.now() + 600; performance.now() < end; ) {
+      await admin.zrem(claimer.keys.replicas, claimer.replicaId);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    if (claimed.role === 'sender') await claimed.publish({ ok: true, result: 1 });
+    const run = await other;
+    assert.equal(run.role, 'duplicate', `the claimer's STOP is not taken over: ${JSON.stringify(run)}`);
+    assert.equal(sent, 0);
   });
 });
