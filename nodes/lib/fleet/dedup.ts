@@ -147,7 +147,7 @@ export class CommandDedup {
       const takeOver = cmd.action === 'STOP' && missingSince !== null && this.now() - missingSince >= minAge ? '1' : '0';
       const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
       if (got === 'OK') return 'mine';
-      const [value, alive] = Array.isArray(got) ? got : [got, 1];
+      const [value, alive] = got as [string, number];
       if (Number(alive) === 1) missingSince = null;
       else missingSince ??= this.now();
       const held = parseHeld(String(value));

@@ -281,22 +281,21 @@ export class WatchOwnership<S> {
       this.drop([t], reason, reason === 'rebalanced' ? 'another replica owns it now' : 'it is no longer watched');
     }
     const all = [...wanted, ...leaving];
-    const acquired: string[] = [];
     for (let i = 0; i < all.length; i += LEASE_BATCH) {
       const batch = all.slice(i, i + LEASE_BATCH);
       const want = batch.filter((t) => wantedSet.has(t)).length;
       const sentAt = this.now();
       const res = (await this.ctx.connection.eval(LEASES, batch.map((t) => this.keys.lease(t)), [me, this.ctx.leaseMs, want])) as number[];
       // Recorded even when closed meanwhile: close() gives back every lease held, these included.
-      for (let j = 0; j < want; j++) this.renewed(batch[j], res[j], sentAt + this.validMs, acquired);
+      for (let j = 0; j < want; j++) this.renewed(batch[j], res[j], sentAt + this.validMs);
     }
     // Taken now, and taken earlier but held back (data-loss.ts): announced once their states are known.
-    for (const [t, h] of this.held) if (!h.announced && !acquired.includes(t)) acquired.push(t);
-    if (acquired.length > 0 && !this.closed) await this.announce(acquired);
+    const unannounced = [...this.held].filter(([, h]) => !h.announced).map(([t]) => t);
+    if (unannounced.length > 0 && !this.closed) await this.announce(unannounced);
   }
 
-  /** The outcome of one wanted lease: kept, newly held (pushed to `acquired`), or held by another replica. */
-  private renewed(token: string, result: number, validUntil: number, acquired: string[]): void {
+  /** The outcome of one wanted lease: kept, newly held (not announced yet), or held by another replica. */
+  private renewed(token: string, result: number, validUntil: number): void {
     const h = this.held.get(token);
     if (result === 0) {
       if (h) this.drop([token], 'lease-lost', `lease lost at ${new Date().toISOString()} (another replica holds it)`);
@@ -304,10 +303,7 @@ export class WatchOwnership<S> {
     }
     if (this.now() >= validUntil) return; // the answer came too late to poll on it
     if (h) h.validUntil = validUntil;
-    else {
-      this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null });
-      acquired.push(token);
-    }
+    else this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null });
   }
 
   /** Puts back the states this replica knows where Redis holds none or an older one (data-loss.ts). */
