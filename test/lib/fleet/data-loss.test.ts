@@ -90,7 +90,8 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     try {
       const ownEarly = early.ownership<{ tx: string }>('late', listen('early'));
       const ownLate = late.ownership<{ tx: string }>('late', listen('late'));
-      const tokens = Array.from({ length: 8 }, (_, i) => `LATE-${i}`);
+      // Rendezvous over random replica ids: with n tokens, all on one replica has odds 2^(1-n); 24 makes it 1 in 8 million.
+      const tokens = Array.from({ length: 24 }, (_, i) => `LATE-${i}`);
       await ownEarly.watch(tokens);
       await until(() => ownEarly.owned().length > 0 && ownLate.owned().length > 0 && ownEarly.owned().length + ownLate.owned().length === tokens.length, 'the tokens spread over both', 10_000);
       const lateOnes = ownLate.owned();
