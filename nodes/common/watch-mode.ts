@@ -183,7 +183,7 @@ function watchBadge(view: WatchView): NodeStatus {
 
 /** A watcher's poll: the progress query at poll priority, its record (null: no session). */
 export function progressPoll(client: Pick<ServiceClient, 'getProgress'>, options: RequestOptions): PollFn {
-  return (token) => client.getProgress(token, options).then(recordOf);
+  return (token, _signal, mayProceed) => client.getProgress(token, mayProceed ? { ...options, mayProceed } : options).then(recordOf);
 }
 
 const recordOf = (res: ProgressResult): ProgressRecord | null => res.record;

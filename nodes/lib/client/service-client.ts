@@ -164,8 +164,11 @@ export class ServiceClient {
     });
   }
 
-  /** GET progress by RFID token (spec §4.2). 404, 204 and an empty body mean "no session": record null. */
-  getProgress(token: string, opts: RequestOptions = {}): Promise<ProgressResult> {
+  /**
+   * GET progress by RFID token (spec §4.2). 404, 204 and an empty body mean "no session": record null.
+   * A watch poll with replicas is fenced too: a lease lost while it waited for the budget sends nothing.
+   */
+  getProgress(token: string, opts: SendOptions = {}): Promise<ProgressResult> {
     let url: string;
     try {
       url = `${this.sessionsUrl}?token=${encodeQueryValue(token, 'token')}`;
@@ -173,7 +176,7 @@ export class ServiceClient {
       return Promise.reject(err as Error);
     }
     // A promise step, not an async function: a watch node polls through here, and each async frame is paid on every poll.
-    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority }).then((res) => readProgress(res, this.answers));
+    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority, mayProceed: opts.mayProceed }).then((res) => readProgress(res, this.answers));
   }
 
   /**

@@ -3,8 +3,11 @@ import { ChargingError } from '../errors';
 import { hasTransaction, ProgressRecord, transactionIdOf } from './record';
 import { monotonicNow } from '../clock';
 
-/** One progress query; `signal` fires when the query must give up (what is left of the wait has run out, or the node closed). */
-export type PollFn = (token: string, signal?: AbortSignal) => Promise<ProgressRecord | null>;
+/**
+ * One progress query; `signal` fires when the query must give up (what is left of the wait has run out, or the node
+ * closed); `mayProceed` is asked right before each attempt goes on the wire (false: nothing is sent, it fails).
+ */
+export type PollFn = (token: string, signal?: AbortSignal, mayProceed?: () => boolean) => Promise<ProgressRecord | null>;
 
 export interface WaitOptions {
   timeoutMs: number;

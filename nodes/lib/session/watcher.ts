@@ -147,7 +147,8 @@ export class SessionWatcher {
 
   private pollOne(entry: Entry, confirming = false): void {
     entry.inFlight = true;
-    this.poll(entry.token).then(
+    const fence = this.fenceFor(entry.token);
+    this.poll(entry.token, undefined, fence?.ask).then(
       (record) => {
         this.options.onPolled?.(entry.token, null);
         if (!this.schedule.holds(entry)) return void (entry.inFlight = false); // unwatched meanwhile
@@ -158,7 +159,8 @@ export class SessionWatcher {
       },
       (err: unknown) => {
         entry.inFlight = false;
-        if (!this.schedule.holds(entry)) return;
+        // Not sent: the lease went while the poll waited its turn; the token is another replica's now.
+        if (!this.schedule.holds(entry) || fence?.refused) return;
         const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
         if (error.code === 'CLOSED') return;
         this.options.onPolled?.(entry.token, error);
@@ -168,6 +170,27 @@ export class SessionWatcher {
         this.report(entry.token, error);
       },
     );
+  }
+
+  /**
+   * Coordinate replicas: a poll asks the lease again right before it goes on
+   * the wire, not only when its turn came. It may wait for the request budget
+   * meanwhile (or the process may stand still), and an answer on a lapsed
+   * lease cannot be committed: a request spent from the fleet's budget for
+   * nothing, while the next holder polls the token anyway.
+   */
+  private fenceFor(token: string): { ask: () => boolean; refused: boolean } | undefined {
+    const mayPoll = this.options.mayPoll;
+    if (!mayPoll) return undefined;
+    const fence = {
+      refused: false,
+      ask: () => {
+        if (mayPoll(token)) return true;
+        fence.refused = true;
+        return false;
+      },
+    };
+    return fence;
   }
 
   /** A confirmed answer: the tracker's step, kept (committed first when it changed what decides), then emitted. */
