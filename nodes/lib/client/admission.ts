@@ -64,6 +64,8 @@ export interface Held {
   slot: Release | null;
   /** its place in the budget is taken (the local one; the fleet's is always waited for) */
   placeTaken: boolean;
+  /** the fence's answer when everything else was taken at once and it was not a plain yes: read as the last step */
+  fence?: boolean | Promise<boolean>;
 }
 
 /** Longest wait for mayProceed: a fence that cannot answer in time says no (the lease it guards may be gone). */
@@ -99,8 +101,7 @@ export class Admission {
    */
   tryAdmit(req: Admittable): Admitted | Held {
     const slot = this.ctx.limiter.tryAcquire();
-    // A fenced request asks its fence before it goes: never synchronous.
-    if (!slot || req.mayProceed) return { slot, placeTaken: false };
+    if (!slot) return { slot, placeTaken: false };
     // Each attempt is a request the operator counts: it takes its place in the budget (a resend after a
     // stale pooled socket, inside the exchange, does not: the first never reached the server).
     const budget = this.ctx.budget;
@@ -108,6 +109,19 @@ export class Admission {
     if (budget && (this.ctx.shared || !budget.tryTake(req.priority ?? 'command'))) return { slot, placeTaken: false };
     const token = this.ctx.tokens.peek();
     if (!token) return { slot, placeTaken: true };
+    // The fence last, right before the wire: a plain yes goes at once (a watch poll with replicas, every poll).
+    if (req.mayProceed) {
+      let fence: boolean | Promise<boolean>;
+      try {
+        fence = req.mayProceed();
+      } catch {
+        return { slot, placeTaken: true }; // asked again by admit, which says why
+      }
+      if (fence !== true) {
+        if (fence instanceof Promise) fence.catch(() => undefined); // read by admit; never an unhandled rejection
+        return { slot, placeTaken: true, fence };
+      }
+    }
     return { slot, token };
   }
 
@@ -128,7 +142,7 @@ export class Admission {
       // Waiting may have spanned a close: a slot granted just before it must not send after it.
       const stopped = this.stopped(req);
       if (stopped) throw stopped;
-      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd);
+      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd, held.fence);
       const admitted = { slot, token };
       slot = null;
       return admitted;
@@ -230,13 +244,13 @@ export class Admission {
   }
 
   /** The fence's word, bounded: no answer in time, a failure, or a no, and nothing is sent. */
-  private async passFence(req: Admittable, fence: NonNullable<Admittable['mayProceed']>, budgetEnd: number): Promise<void> {
+  private async passFence(req: Admittable, fence: NonNullable<Admittable['mayProceed']>, budgetEnd: number, given: Held['fence']): Promise<void> {
     const { waits } = this.ctx;
     // NETWORK as for a connection never made: surely not sent, and not tried again (the lease will not come back by itself).
     const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: ${why}; nothing was sent`, { retryable: false });
     let answer: boolean | Promise<boolean>;
     try {
-      answer = fence();
+      answer = given ?? fence();
     } catch (err) {
       throw refused(`checking that this replica may still send failed (${(err as Error)?.message ?? String(err)})`);
     }

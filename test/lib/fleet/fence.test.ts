@@ -176,6 +176,17 @@ describe('the client: a command asks its fence right before each attempt goes on
     assert.match(String(hung?.message), /could not be checked within 1000 ms; nothing was sent/);
     const failed = await client.sendCommand(start, { mayProceed: () => Promise.reject(new Error('Redis away')) }).then(() => null, (e: unknown) => e as Error);
     assert.match(String(failed?.message), /Redis away.*nothing was sent/);
+    let asked = 0;
+    const threw = await client
+      .sendCommand(start, {
+        mayProceed: () => {
+          asked++;
+          throw new Error('lease map gone');
+        },
+      })
+      .then(() => null, (e: unknown) => e as Error);
+    assert.match(String(threw?.message), /lease map gone.*nothing was sent/);
+    assert.equal(asked, 2, 'a fence that throws is asked once more, where its failure is reported, and the command not tried again');
     assert.equal(posts(), 0);
   });
 
