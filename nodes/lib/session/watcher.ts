@@ -6,12 +6,16 @@
  * commits the new state through the commit hook, then emits.
  * No Node-RED and no HTTP in here: the poll function is given.
  */
+import { debuglog } from 'node:util';
 import { ChargingError } from '../errors';
 import type { DeriveOptions, ProgressRecord } from './record';
 import type { PollFn } from './wait';
 import { monotonicNow } from '../clock';
 import { PollSchedule } from './schedule';
 import { decidesDifferently, SavedState, savedState, step, TrackerOptions, TrackerState, trackerState, WatchEvent } from './tracker';
+
+/** NODE_DEBUG=charging-fleet: polls the lease fence stopped and changes not committed, on stderr (the nemesis's evidence). */
+const trace = debuglog('charging-fleet');
 
 export { POLLS_PER_TICK, watchTickMs } from './schedule';
 export type { EndedSession, SavedState, WatchedSession, WatchEvent, WatchEventKind } from './tracker';
@@ -160,7 +164,7 @@ export class SessionWatcher {
       (err: unknown) => {
         entry.inFlight = false;
         // Not sent: the lease went while the poll waited its turn; the token is another replica's now.
-        if (!this.schedule.holds(entry) || fence?.refused) return;
+        if (!this.schedule.holds(entry) || fence?.refused) return void (fence?.refused && trace('poll of %s not sent: its lease went', entry.token));
         const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
         if (error.code === 'CLOSED') return;
         this.options.onPolled?.(entry.token, error);
@@ -238,7 +242,7 @@ export class SessionWatcher {
     commit(entry.token, savedState(next)).then(
       (ok) => {
         entry.inFlight = false;
-        if (!ok) return;
+        if (!ok) return void trace('change of %s not committed: nothing emitted', entry.token);
         // A committed change goes out even when the token was released meanwhile: the new owner resumes from it.
         if (this.schedule.holds(entry)) this.keep(entry, next);
         for (const e of events) this.deliver(e);
