@@ -40,7 +40,7 @@ import { COMMIT_STATE, HEARTBEAT, LEASES, RESTORE_STATES, WATCH_LIST } from './s
 import { parseSaved } from './saved-state';
 import { DataLossWatch } from './data-loss';
 
-/** NODE_DEBUG=charging-fleet: each lease gained or lost, each commit's answer and each restore, on stderr (the nemesis's evidence). */
+/** NODE_DEBUG=charging-fleet (lines start with Date.now()): each lease gained or lost, each commit's answer and each restore, on stderr (the nemesis's evidence). */
 const trace = debuglog('charging-fleet');
 import type { AcquiredToken, CommitResult, OwnershipChange, OwnershipOptions, ReleaseReason, ReleasedToken, ScopeContext } from './ownership-types';
 
@@ -232,7 +232,7 @@ export class WatchOwnership<S> {
       }
     }
     h.unresolved = null;
-    if (trace.enabled) trace('%s %s commit %s from %d (%s): %j', this.ctx.replicaId, this.scope, token, h.rev, state === null ? 'no session' : 'session', res);
+    if (trace.enabled) trace('%d %s %s commit %s from %d (%s): %j', Date.now(), this.ctx.replicaId, this.scope, token, h.rev, state === null ? 'no session' : 'session', res);
     if (typeof res === 'number' && res > 0) {
       h.rev = res;
       this.loss.remember(token, res, state);
@@ -261,7 +261,7 @@ export class WatchOwnership<S> {
     if (this.loss.mustRestore) {
       // Redis lost its data (data-loss.ts): put back the list we knew, and the newest states we know: whoever
       // takes a token next resumes from them rather than from nothing (a lost ended).
-      if (trace.enabled) trace('%s %s restores the list and its known states', this.ctx.replicaId, this.scope);
+      if (trace.enabled) trace('%d %s %s restores the list and its known states', Date.now(), this.ctx.replicaId, this.scope);
       await this.changeList('+', [...this.list]);
       await this.restoreStates();
       this.loss.restored();
@@ -370,7 +370,7 @@ export class WatchOwnership<S> {
   private tell(change: OwnershipChange<S>): void {
     if (trace.enabled) {
       const acquired = change.acquired.map((a) => `${a.token}@${a.saved ? `${a.saved.rev}${a.saved.state === null ? '/none' : ''}` : 'nothing'}`);
-      trace('%s %s acquired [%s] released [%s]', this.ctx.replicaId, this.scope, acquired.join(' '), change.released.map((r) => `${r.token}:${r.reason}`).join(' '));
+      trace('%d %s %s acquired [%s] released [%s]', Date.now(), this.ctx.replicaId, this.scope, acquired.join(' '), change.released.map((r) => `${r.token}:${r.reason}`).join(' '));
     }
     try {
       this.options.onChange?.(change);

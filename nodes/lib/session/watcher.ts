@@ -14,7 +14,7 @@ import { monotonicNow } from '../clock';
 import { PollSchedule } from './schedule';
 import { decidesDifferently, SavedState, savedState, step, TrackerOptions, TrackerState, trackerState, WatchEvent } from './tracker';
 
-/** NODE_DEBUG=charging-fleet: polls the lease fence stopped and changes not committed, on stderr (the nemesis's evidence). */
+/** NODE_DEBUG=charging-fleet (lines start with Date.now()): polls the lease fence stopped and changes not committed, on stderr (the nemesis's evidence). */
 const trace = debuglog('charging-fleet');
 
 export { POLLS_PER_TICK, watchTickMs } from './schedule';
@@ -164,7 +164,7 @@ export class SessionWatcher {
       (err: unknown) => {
         entry.inFlight = false;
         // Not sent: the lease went while the poll waited its turn; the token is another replica's now.
-        if (!this.schedule.holds(entry) || fence?.refused) return void (fence?.refused && trace('poll of %s not sent: its lease went', entry.token));
+        if (!this.schedule.holds(entry) || fence?.refused) return void (fence?.refused && trace('%d poll of %s not sent: its lease went', Date.now(), entry.token));
         const error = err instanceof ChargingError ? err : new ChargingError('INTERNAL', String((err as Error)?.message ?? err));
         if (error.code === 'CLOSED') return;
         this.options.onPolled?.(entry.token, error);
@@ -242,7 +242,7 @@ export class SessionWatcher {
     commit(entry.token, savedState(next)).then(
       (ok) => {
         entry.inFlight = false;
-        if (!ok) return void trace('change of %s not committed: nothing emitted', entry.token);
+        if (!ok) return void trace('%d change of %s not committed: nothing emitted', Date.now(), entry.token);
         // A committed change goes out even when the token was released meanwhile: the new owner resumes from it.
         if (this.schedule.holds(entry)) this.keep(entry, next);
         for (const e of events) this.deliver(e);
