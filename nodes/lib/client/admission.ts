@@ -85,6 +85,17 @@ const STALE_AFTER_MIN_MS = 10;
 
 const cancelledByNode = () => closedError('node');
 
+/** A fence's plain no, asked from the budget's queue: a promise or a throw is not a no there (passFence reads the fence again). */
+function saysNo(fence: NonNullable<Admittable['mayProceed']>): boolean {
+  try {
+    const answer = fence();
+    if (answer instanceof Promise) answer.catch(() => undefined);
+    return answer === false;
+  } catch {
+    return false;
+  }
+}
+
 export class Admission {
   constructor(private readonly ctx: AdmissionContext) {}
 
@@ -131,18 +142,20 @@ export class Admission {
     try {
       slot ??= this.ctx.limiter.tryAcquire() ?? (await this.waitForSlot(req, budgetEnd));
       const budget = this.ctx.budget;
+      const fenced = { off: false };
       if (budget && !held.placeTaken) {
         // No token yet (the first request, or after a 401): fetch it before taking a place, so that the place is not spent waiting.
         if (!this.ctx.tokens.peek()) await this.waitForToken(req, budgetEnd);
-        if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd);
-        if (this.ctx.shared) await this.waitForShared(req, this.ctx.shared, budget, budgetEnd);
+        if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd, fenced);
+        // Let go without a place (its fence said no): it asks no reservation of the fleet either; passFence says why.
+        if (this.ctx.shared && !fenced.off) await this.waitForShared(req, this.ctx.shared, budget, budgetEnd);
       }
       // Taken now, as the request goes out: a token that expired while the request queued is not sent.
       const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
       // Waiting may have spanned a close: a slot granted just before it must not send after it.
       const stopped = this.stopped(req);
       if (stopped) throw stopped;
-      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd, held.fence);
+      if (req.mayProceed) await this.passFence(req, req.mayProceed, budgetEnd, fenced.off ? false : held.fence);
       const admitted = { slot, token };
       slot = null;
       return admitted;
@@ -180,7 +193,13 @@ export class Admission {
   }
 
   /** A place in the request budget's queue, bounded by the message's budget and its caller's abort. */
-  private waitForBudget(req: Admittable, budget: RequestBudget, budgetEnd: number): Promise<void> {
+  /**
+   * A place in the local budget. A fenced request whose fence says a plain no
+   * when its turn comes is let go without one (`fenced.off`): a watch poll
+   * whose lease went while it queued must not hold up the polls of the
+   * tokens still held (after a hand-over, several may queue at once).
+   */
+  private waitForBudget(req: Admittable, budget: RequestBudget, budgetEnd: number, fenced?: { off: boolean }): Promise<void> {
     const wait = this.ctx.waits.begin<void>(
       budgetEnd,
       () => this.budgetTimeout(req),
@@ -188,7 +207,9 @@ export class Admission {
       req.signal,
       () => budget.forget(wait),
     );
-    if (!wait.settled) budget.enqueue(wait, req.priority ?? 'command');
+    const fence = req.mayProceed;
+    const dropNow = fence && fenced ? () => (fenced.off = saysNo(fence)) : undefined;
+    if (!wait.settled) budget.enqueue(wait, req.priority ?? 'command', dropNow);
     return wait.promise;
   }
 

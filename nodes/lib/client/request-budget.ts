@@ -42,6 +42,8 @@ export class RequestBudget {
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
   private readonly queues: Record<BudgetPriority, Set<Wait<void>>> = { command: new Set(), poll: new Set() };
+  /** queued waiters that may be let go without a place when their turn comes (their fence says no: nothing will be sent) */
+  private readonly droppable = new Map<Wait<void>, () => boolean>();
   private readonly demand = new Map<string, number>();
   private demandTotal = 0;
   /** monotonic ms at which a 429 last lowered the rate */
@@ -76,15 +78,22 @@ export class RequestBudget {
     return true;
   }
 
-  enqueue(wait: Wait<void>, priority: BudgetPriority): void {
+  /**
+   * Queues a waiter for its place. `dropNow`, asked when its turn comes: true
+   * lets it go without taking a place (the request will not be sent: a lease
+   * lost while it waited), so the waiters behind it are not held up by it.
+   */
+  enqueue(wait: Wait<void>, priority: BudgetPriority, dropNow?: () => boolean): void {
     if (this.closed) return wait.reject(closedError('configuration'));
     this.queues[priority].add(wait);
+    if (dropNow) this.droppable.set(wait, dropNow);
     this.pump();
   }
 
   forget(wait: Wait<void>): void {
     this.queues.command.delete(wait);
     this.queues.poll.delete(wait);
+    this.droppable.delete(wait);
   }
 
   /**
@@ -159,6 +168,12 @@ export class RequestBudget {
     for (;;) {
       const next = this.first();
       if (!next) return;
+      const dropNow = this.droppable.get(next);
+      if (dropNow?.()) {
+        this.forget(next);
+        next.resolve();
+        continue;
+      }
       const wait = this.nextAt - this.now();
       if (wait > 0) {
         this.timer = setTimeout(() => {
