@@ -14,6 +14,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { monitorRedis, type RedisMonitor } from './redis-monitor';
 
 export const REDIS_SERVER = ['/usr/bin/redis-server', '/usr/sbin/redis-server', '/usr/local/bin/redis-server'].find((p) => fs.existsSync(p));
 
@@ -82,6 +83,12 @@ export class RedisServer {
     r.on('error', () => undefined);
     this.admins.push(r);
     return r;
+  }
+
+  /** MONITOR on a socket of its own (test/redis-monitor.ts); plain connections only. */
+  monitor(onCommand: (args: string[]) => void): Promise<RedisMonitor> {
+    if (this.options.tls) return Promise.reject(new Error('monitor() is for plain connections'));
+    return monitorRedis(this.port, this.options.password, onCommand);
   }
 
   /** Stops Redis (SIGTERM: it writes its data and exits); start() brings it back with the data. */

@@ -159,9 +159,8 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     await until(() => ownA.replicas().length === 2 && ownB.replicas().length === 2 && ownA.owned().length + ownB.owned().length === 4, 'both members, every token owned', 5_000);
     const members = ownA.replicas();
     // MONITOR sees every command, so the mark's short life is seen whatever the timing.
-    const monitor = await admin.monitor();
     const added: string[][] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await suite.redis.monitor((args) => {
       if (args[0]?.toLowerCase() === 'sadd' && args[1] === keys.lossMark) added.push([...new Set(args.slice(2))].sort());
     });
     try {
@@ -176,7 +175,7 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
       // Its longest life is 2 s + 2 cycles (2.3 s here): gone before that means both took themselves out.
       assert.ok(gone >= 0 && gone < 2_000, `gone after ${Math.round(gone)} ms`);
     } finally {
-      monitor.disconnect();
+      monitor.close();
     }
   });
 });

@@ -187,11 +187,10 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     await a.own.watch(TOKENS.slice(0, 50));
     await until(() => a.own.owned().length === 50, 'owned');
     const admin = suite.redis.admin();
-    const monitor = await suite.redis.admin().monitor();
     // MONITOR lists commands in the order Redis ran them: a marker sent after close() resolved is the boundary.
     const marker = `closed-${Date.now()}`;
     const seen: string[] = [];
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await suite.redis.monitor((args) => {
       const line = args.join(' ');
       if (line.includes(marker) || line.includes(a.fleet.keys.prefix)) seen.push(line);
     });
@@ -202,7 +201,7 @@ describe('fleet: watched tokens owned through leases (real Redis)', function () 
     await sleep(FAST.cycleMs * 4);
     await admin.echo(`${marker}-end`);
     await eventually(async () => seen.some((l) => l.includes(`${marker}-end`)), 'the monitor saw the end marker');
-    monitor.disconnect();
+    monitor.close();
     const at = seen.findIndex((l) => l.includes(marker));
     assert.ok(at > 0, 'the monitor saw the replica at work before close');
     assert.deepEqual(seen.slice(at + 1, -1), [], 'commands on the fleet keys after close()');
