@@ -192,9 +192,8 @@ export class Admission {
     return wait.promise;
   }
 
-  /** A place in the request budget's queue, bounded by the message's budget and its caller's abort. */
   /**
-   * A place in the local budget. A fenced request whose fence says a plain no
+   * A place in the local budget's queue, bounded by the message's budget and its caller's abort. A fenced request whose fence says a plain no
    * when its turn comes is let go without one (`fenced.off`): a watch poll
    * whose lease went while it queued must not hold up the polls of the
    * tokens still held (after a hand-over, several may queue at once).
