@@ -29,6 +29,13 @@
  *   and across losses (a state written from nothing starts at Redis's clock),
  *   so the newest state known anywhere wins, and nothing committed after the
  *   loss is ever overwritten.
+ * - The restores counter: a replica started after the loss that is back first
+ *   knows no epoch to compare, so it writes no mark, and a member may come
+ *   back after the mark's longest life: either way a token may be taken from
+ *   nothing before its state is put back. A holder that polls it and sees no
+ *   session commits nothing, so no refused commit would tell it; every
+ *   restore that wrote a state counts, and a holder that sees the count
+ *   change reloads its tokens' states and resumes from any newer one.
  */
 import { MAX_RECONNECT_PAUSE_MS } from './connection';
 
@@ -45,6 +52,10 @@ export class DataLossWatch {
   private markedUntil = -Infinity;
   /** the loss was seen and what this replica knows is not put back yet */
   private restorePending = false;
+  /** the restores counter last seen (undefined before the first heartbeat) */
+  private restores: unknown = undefined;
+  /** a restore wrote states since this replica last loaded those of its tokens */
+  private reloadPending = false;
   /** the newest state this replica knows per watched token */
   private readonly known = new Map<string, KnownState>();
   readonly graceMs: number;
@@ -66,10 +77,12 @@ export class DataLossWatch {
    * epoch is another, or the list's version is gone while a list was known:
    * then mustRestore until restored() is called.
    */
-  heard(epoch: unknown, markLeftMs: unknown, versionGone: boolean): void {
+  heard(epoch: unknown, markLeftMs: unknown, versionGone: boolean, restores: unknown): void {
     const seen = typeof epoch === 'string' ? epoch : '';
     if ((this.epoch !== '' && seen !== this.epoch) || versionGone) this.restorePending = true;
     this.epoch = seen;
+    if (this.restores !== undefined && restores !== this.restores) this.reloadPending = true;
+    this.restores = restores;
     const left = Number(markLeftMs);
     this.markedUntil = left > 0 ? this.now() + left : -Infinity;
   }
@@ -81,6 +94,15 @@ export class DataLossWatch {
 
   restored(): void {
     this.restorePending = false;
+  }
+
+  /** Some replica put states back since this one last loaded its tokens' states: load them again (asked at every cycle until reloaded()). */
+  get mustReload(): boolean {
+    return this.reloadPending;
+  }
+
+  reloaded(): void {
+    this.reloadPending = false;
   }
 
   /** A token taken with no state waits: the loss is marked and its last holder may still put its state back. */

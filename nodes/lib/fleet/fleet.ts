@@ -202,7 +202,7 @@ export class Fleet {
     const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned });
     const res = (await this.connection.eval(HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
     const live: ReplicaInfo[] = [];
-    for (let i = 3; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
+    for (let i = 4; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
     if (!this.closing) this.live = live;
   }
 }

@@ -100,6 +100,7 @@ export class FleetKeys {
       version: `${p}ver`,
       epoch: `${p}epoch`,
       lossMark: `${p}loss`,
+      restores: `${p}restores`,
       members: `${p}members`,
       state: `${p}state`,
       lease: (token: string) => `${p}lease:${token}`,
@@ -116,6 +117,8 @@ export interface ScopeKeys {
   epoch: string;
   /** after a loss, the members that have not put their states back yet (set): while it lives, a token taken with no state waits (data-loss.ts) */
   lossMark: string;
+  /** counts the restores that wrote a state: a holder that sees it change reloads the states of its tokens (data-loss.ts) */
+  restores: string;
   /** replicas running this scope: sorted set as `replicas` */
   members: string;
   /** each token's last reported state: hash token -> "<rev>:<JSON>" */

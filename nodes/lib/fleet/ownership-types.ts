@@ -12,7 +12,8 @@ export interface AcquiredToken<S> {
   saved: SavedEntry<S> | null;
 }
 
-export type ReleaseReason = 'rebalanced' | 'unwatched' | 'lease-lost' | 'closed';
+/** 'restored': released and acquired again in the same change, from a newer state put back after a loss */
+export type ReleaseReason = 'rebalanced' | 'unwatched' | 'lease-lost' | 'closed' | 'restored';
 
 export interface ReleasedToken {
   token: string;

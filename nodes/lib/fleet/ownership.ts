@@ -253,17 +253,18 @@ export class WatchOwnership<S> {
   private async heartbeat(): Promise<void> {
     // Standing down: out of the members, so that rendezvous gives this replica nothing (its leases go at this cycle).
     const leave = this.standingDown ? '1' : '0';
-    const keys = [this.keys.members, this.keys.members, this.keys.version, this.keys.epoch, this.keys.lossMark];
+    const keys = [this.keys.members, this.keys.members, this.keys.version, this.keys.epoch, this.keys.lossMark, this.keys.restores];
     const res = (await this.ctx.connection.eval(HEARTBEAT, keys, [this.ctx.replicaId, this.ctx.leaseMs, '', leave, ...this.loss.heartbeatArgs(this.live)])) as unknown[];
     const version = typeof res[0] === 'string' ? res[0] : null;
-    this.live = res.slice(3).filter((_, i) => i % 2 === 0).map(String).sort();
-    this.loss.heard(res[1], res[2], version === null && this.list.size > 0);
+    this.live = res.slice(4).filter((_, i) => i % 2 === 0).map(String).sort();
+    this.loss.heard(res[1], res[2], version === null && this.list.size > 0, res[3]);
     if (this.loss.mustRestore) {
       // Redis lost its data (data-loss.ts): put back the list we knew, and the newest states we know: whoever
       // takes a token next resumes from them rather than from nothing (a lost ended).
       if (trace.enabled) trace('%d %s %s restores the list and its known states', Date.now(), this.ctx.replicaId, this.scope);
       await this.changeList('+', [...this.list]);
-      await this.restoreStates();
+      // Only over an older state or none; a holder with an older one reloads when it sees the restore counted (reload).
+      await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state, this.keys.lossMark, this.keys.restores], [this.ctx.replicaId, ...this.loss.restoreArgs()]);
       this.loss.restored();
       return;
     }
@@ -298,6 +299,7 @@ export class WatchOwnership<S> {
     // Taken now, and taken earlier but held back (data-loss.ts): announced once their states are known.
     const unannounced = [...this.held].filter(([, h]) => !h.announced).map(([t]) => t);
     if (unannounced.length > 0 && !this.closed) await this.announce(unannounced);
+    if (this.loss.mustReload && !this.closed) await this.reload();
   }
 
   /** The outcome of one wanted lease: kept, newly held (not announced yet), or held by another replica. */
@@ -310,12 +312,6 @@ export class WatchOwnership<S> {
     if (this.now() >= validUntil) return; // the answer came too late to poll on it
     if (h) h.validUntil = validUntil;
     else this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null });
-  }
-
-  /** Puts back the states this replica knows where Redis holds none or an older one (data-loss.ts). */
-  private async restoreStates(): Promise<void> {
-    await this.ctx.connection.eval(RESTORE_STATES, [this.keys.state, this.keys.lossMark], [this.ctx.replicaId, ...this.loss.restoreArgs()]);
-    // A holder whose state was not the newest finds out at its next commit (stale): it takes the token again from the newer.
   }
 
   /**
@@ -346,6 +342,24 @@ export class WatchOwnership<S> {
       acquired.push({ token, saved });
     });
     if (acquired.length > 0) this.tell({ acquired, released: [] });
+  }
+
+  /** A replica put states back (data-loss.ts): a token held with an older state than Redis's now resumes from Redis's. */
+  private async reload(): Promise<void> {
+    const tokens = [...this.held].filter(([, h]) => h.announced).map(([t]) => t);
+    const raw = tokens.length === 0 ? [] : await this.ctx.connection.run('loading states', (r) => r.hmget(this.keys.state, ...tokens));
+    this.loss.reloaded();
+    if (this.closed) return;
+    const newer: AcquiredToken<S>[] = [];
+    tokens.forEach((token, i) => {
+      const h = this.held.get(token);
+      const saved = parseSaved<S>(raw[i]);
+      if (!h?.announced || !saved || saved.rev <= h.rev) return;
+      h.rev = saved.rev;
+      this.loss.remember(token, saved.rev, saved.state);
+      newer.push({ token, saved });
+    });
+    if (newer.length > 0) this.tell({ acquired: newer, released: newer.map(({ token }) => ({ token, reason: 'restored', message: 'a newer state was put back after Redis lost its data' })) });
   }
 
   /** Local leases past their validity: stop polling them and say when they were lost. */

@@ -19,13 +19,13 @@ local nowMs = math.floor(nowUs / 1000)
 /**
  * A replica says it is alive and reads who else is.
  * KEYS: sorted set of members, hash of their info (the sorted set's name again
- * when there is none), and for a watch scope its list's version, its epoch and
- * its loss mark. ARGV: replica id, ttl ms, info JSON ('' = none), leave ('1' =
- * remove me), and for a scope the epoch this replica last saw ('' = none yet),
- * the loss mark's longest life in ms and the members it last saw. Returns
- * {version or false, epoch or false, ms the loss mark has left (negative:
- * none), id1, info1, id2, info2, …} of the live members, pruning the dead
- * ones.
+ * when there is none), and for a watch scope its list's version, its epoch,
+ * its loss mark and its restores counter. ARGV: replica id, ttl ms, info JSON
+ * ('' = none), leave ('1' = remove me), and for a scope the epoch this replica
+ * last saw ('' = none yet), the loss mark's longest life in ms and the members
+ * it last saw. Returns {version or false, epoch or false, ms the loss mark has
+ * left (negative: none), restores or false, id1, info1, id2, info2, …} of the
+ * live members, pruning the dead ones.
  *
  * The epoch is written once, when the scope's keys are empty: a replica that
  * finds another epoch than the one it saw knows Redis lost its data meanwhile
@@ -55,8 +55,8 @@ end
 -- A fleet nobody runs any more leaves nothing behind.
 redis.call('PEXPIRE', KEYS[1], ttl * 20)
 if withInfo then redis.call('PEXPIRE', KEYS[2], ttl * 20) end
-local out = { false, false, -2 }
-if #KEYS >= 5 then
+local out = { false, false, -2, false }
+if #KEYS >= 6 then
   out[1] = redis.call('GET', KEYS[3])
   local epoch = redis.call('GET', KEYS[4])
   if not epoch then
@@ -69,6 +69,7 @@ if #KEYS >= 5 then
   end
   out[2] = epoch
   out[3] = redis.call('PTTL', KEYS[5])
+  out[4] = redis.call('GET', KEYS[6])
 end
 local live = redis.call('ZRANGE', KEYS[1], 0, -1)
 for i = 1, #live do
@@ -154,13 +155,15 @@ return rev`,
  * own revision and only over an older one (or none): the newest known
  * anywhere wins, and a state committed since the loss (its revision from
  * Redis's clock, above any older one) is never overwritten. Then it takes
- * itself out of the loss mark. KEYS: state hash, loss mark. ARGV: replica
- * id, then token, revision, state JSON ('' = no session) triples. Returns per
- * token the revision there afterwards.
+ * itself out of the loss mark, and counts a restore that wrote anything: a
+ * replica that took a token from nothing before it (no mark held the token
+ * back) learns so at its next heartbeat. KEYS: state hash, loss mark,
+ * restores counter. ARGV: replica id, then token, revision, state JSON ('' =
+ * no session) triples. Returns per token the revision there afterwards.
  */
 export const RESTORE_STATES = new Script(
   'restoreStates',
-  `local out = {}
+  `local out, wrote = {}, false
 for i = 2, #ARGV, 3 do
   local cur = redis.call('HGET', KEYS[1], ARGV[i])
   local had = cur and tonumber(string.match(cur, '^(%d+):') or '0') or -1
@@ -168,10 +171,12 @@ for i = 2, #ARGV, 3 do
   if had < rev then
     redis.call('HSET', KEYS[1], ARGV[i], rev .. ':' .. ARGV[i + 2])
     had = rev
+    wrote = true
   end
   out[#out + 1] = had
 end
 redis.call('SREM', KEYS[2], ARGV[1])
+if wrote then redis.call('INCR', KEYS[3]) end
 return out`,
 );
 

@@ -127,15 +127,50 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     }
   });
 
+  it('a replica started after the loss is back first (it knows no epoch, so it writes no mark): the tokens it took from nothing resume from the states the last holder puts back later', async () => {
+    const timing = { cycleMs: 300, leaseMs: 900, commandTimeoutMs: 300, connectTimeoutMs: 1_000 };
+    const redis = await RedisServer.start({ persist: false });
+    const holderLink = await RedisNemesis.start(redis.port);
+    const fleetKey = `fresh-${process.pid}`;
+    const holder = new Fleet({ url: holderLink.urlFor(redis.url), fleetKey, ...timing });
+    let fresh: Fleet | null = null;
+    const last = new Map<string, { by: string; state: unknown }>();
+    const listen = (by: string) => ({ onChange: (c: { acquired: AcquiredToken<{ tx: string }>[] }) => c.acquired.forEach((a) => last.set(a.token, { by, state: a.saved ? a.saved.state : 'nothing' })) });
+    try {
+      const ownHolder = holder.ownership<{ tx: string }>('fresh', listen('holder'));
+      const tokens = Array.from({ length: 24 }, (_, i) => `FRESH-${i}`);
+      await ownHolder.watch(tokens);
+      await until(() => ownHolder.owned().length === tokens.length, 'the lone replica holds every token', 5_000);
+      for (const t of tokens) assert.ok((await ownHolder.commit(t, { tx: `TX-${t}` })).ok, `${t} committed`);
+      holderLink.blackhole();
+      await redis.stop();
+      await redis.start();
+      // A process started now: its first heartbeat finds no epoch, and it has none of its own to compare.
+      fresh = new Fleet({ url: redis.url, fleetKey, ...timing });
+      const ownFresh = fresh.ownership<{ tx: string }>('fresh', listen('fresh'));
+      await ownFresh.watch(tokens);
+      await until(() => tokens.every((t) => last.get(t)?.by === 'fresh'), 'the fresh replica took every token', 5_000);
+      holderLink.heal();
+      await until(() => ownHolder.replicas().length === 2 && ownFresh.replicas().length === 2, 'both members', 10_000);
+      const behind = () => tokens.filter((t) => JSON.stringify(last.get(t)?.state) !== JSON.stringify({ tx: `TX-${t}` }));
+      await until(() => behind().length === 0, 'every token resumed from its state', 10_000).catch(() => assert.fail(`polled from nothing although their last holder put their states back: ${JSON.stringify(behind().map((t) => [t, last.get(t)]))}`));
+    } finally {
+      holderLink.heal();
+      await Promise.all([holder.close(), fresh?.close()]);
+      await holderLink.close();
+      await redis.close();
+    }
+  });
+
   it('what the replicas put back: the newest revision known wins in whatever order they come, and a state committed since the loss is never overwritten', async () => {
     const fleet = suite.replica();
     const own = fleet.ownership<{ tx: string }>('newest', {});
     const key = fleet.keys.scope('newest').state;
-    const mark = fleet.keys.scope('newest').lossMark;
+    const { lossMark: mark, restores } = fleet.keys.scope('newest');
     await own.watch(['N-1']);
     await until(() => own.mayPoll('N-1'), 'the lease taken', 5_000);
     await fleet.connection.open();
-    const restore = (rev: number, tx: string) => fleet.connection.eval(RESTORE_STATES, [key, mark], [fleet.replicaId, 'N-0', String(rev), JSON.stringify({ tx })]);
+    const restore = (rev: number, tx: string) => fleet.connection.eval(RESTORE_STATES, [key, mark, restores], [fleet.replicaId, 'N-0', String(rev), JSON.stringify({ tx })]);
     assert.deepEqual(await restore(1_000, 'newer'), [1_000], 'nothing there: written');
     assert.deepEqual(await restore(999, 'older'), [1_000], 'an older one comes later: not written');
     assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-0'))?.state, { tx: 'newer' });
@@ -144,7 +179,7 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     const committed = await own.commit('N-1', { tx: 'after the loss' });
     assert.ok(committed.ok);
     const before = committed.ok ? committed.rev : 0;
-    assert.deepEqual(await fleet.connection.eval(RESTORE_STATES, [key, mark], [fleet.replicaId, 'N-1', String(before - 1), JSON.stringify({ tx: 'from before' })]), [before]);
+    assert.deepEqual(await fleet.connection.eval(RESTORE_STATES, [key, mark, restores], [fleet.replicaId, 'N-1', String(before - 1), JSON.stringify({ tx: 'from before' })]), [before]);
     assert.deepEqual(parseSaved(await suite.redis.admin().hget(key, 'N-1'))?.state, { tx: 'after the loss' });
   });
 
