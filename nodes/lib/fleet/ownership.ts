@@ -22,8 +22,8 @@
  *   membership and its leases lapse after the lease time, and the others take
  *   over at their next cycle: within the lease time plus one cycle.
  * - Each token's last reported state (the watcher's SavedState, opaque here)
- *   is kept in Redis with a revision. commit() writes it only while the lease
- *   is ours and the revision is the one we loaded (compare-and-set in Lua),
+ *   is kept in Redis with a revision. commit() writes it only while no other
+ *   replica holds the lease and the revision is the one we loaded (compare-and-set in Lua),
  *   exactly once (a commit id, the same on retries: a lost answer is not a
  *   conflict). The caller commits *before* it emits and emits what was
  *   committed, whatever happened to the lease meanwhile: the commit is the
@@ -130,8 +130,8 @@ export class WatchOwnership<S> {
   }
 
   /**
-   * Keeps a token's new state, only while this replica holds its lease and
-   * nobody wrote since (see the file comment). Emit the events only when the
+   * Keeps a token's new state, only while no other replica holds its lease
+   * and nobody wrote since (see the file comment). Emit the events only when the
    * result is ok; otherwise keep the previous state and decide again at the
    * next poll. Never throws.
    */
@@ -244,7 +244,7 @@ export class WatchOwnership<S> {
       h.rev = 0;
       return this.commitNow(token, h, state);
     }
-    const message = stale ? `the state of ${token} was changed by another replica` : `the lease on ${token} is held by another replica`;
+    const message = stale ? `the state of ${token} was changed by another replica` : `the lease on ${token} is not this replica's`;
     if (this.held.get(token) === h) this.drop([token], 'lease-lost', `lease lost at ${new Date().toISOString()} (${message})`);
     return { ok: false, reason: stale ? 'stale' : 'not-owner', message };
   }

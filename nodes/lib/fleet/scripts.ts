@@ -117,6 +117,14 @@ return out`,
  * refreshed with the retry's. Returns the revision, -1 when the lease is not
  * ours, or {-2, current revision} when the state moved on without us.
  *
+ * A lease nobody holds (it went with Redis's data, or lapsed while this
+ * replica stood still and nobody took it yet) does not refuse a commit whose
+ * expected revision is the one there: no other replica can have polled from
+ * a newer state, and the compare-and-set keeps it exactly once. Refused, the
+ * poll's answer would be lost (a session seen and never reported when its
+ * holder dies before the next poll). With no state there and another
+ * revision expected, only the holder may write from nothing (ownership.ts).
+ *
  * A state written from nothing starts at Redis's clock in ms, not at 1: after
  * Redis lost its data the revisions would otherwise start over, and a commit
  * still on its way from before the loss (retried under its id) would find the
@@ -131,15 +139,19 @@ if cur then
   rev = tonumber(string.match(cur, '^(%d+):') or '0')
   ids = string.match(cur, '^%d+:([%x,]+):') or ''
 end
-local mine = redis.call('GET', KEYS[1]) == ARGV[1]
+local holder = redis.call('GET', KEYS[1])
+local mine = holder == ARGV[1]
 local id = ARGV[5]
 local at = string.find(ids, id, 1, true)
 if at then
   if at == 1 and mine then redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ids .. ':' .. ARGV[4]) end
   return rev
 end
-if not mine then return -1 end
-if rev ~= tonumber(ARGV[3]) then return { -2, rev } end
+if holder and not mine then return -1 end
+if rev ~= tonumber(ARGV[3]) then
+  if not mine then return -1 end
+  return { -2, rev }
+end
 if cur then rev = rev + 1 else
   local t = redis.call('TIME')
   rev = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -37,6 +37,31 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     assert.ok(own.mayPoll('LOSS-T'), 'still held after the commit');
   });
 
+  it("a poll answered as Redis lost its data: its change is kept although the lease went with the data (nobody holds it), unless it expects a state that is gone, and never over another replica's lease", async () => {
+    // Cycles long enough that the lease is not taken again before the commits below.
+    const fleet = suite.replica({ cycleMs: 5_000, leaseMs: 15_000 });
+    const own = fleet.ownership<{ tx: string }>('gone', {});
+    const keys = fleet.keys.scope('gone');
+    const admin = suite.redis.admin();
+    await own.watch(['G-NEW', 'G-OLD', 'G-OTHER']);
+    await until(() => ['G-NEW', 'G-OLD', 'G-OTHER'].every((t) => own.mayPoll(t)), 'the leases taken', 5_000);
+    assert.ok((await own.commit('G-OLD', { tx: 'TX-0' })).ok, 'G-OLD has a state before the loss');
+    await admin.flushall();
+    // G-NEW never had a state: the poll's first change (a session seen) is what Redis should hold now.
+    const seen = await own.commit('G-NEW', { tx: 'TX-1' });
+    assert.equal(seen.ok, true, `a session seen as the data went is kept, not lost: ${JSON.stringify(seen)}`);
+    assert.equal(await admin.exists(keys.lease('G-NEW')), 0, 'the commit did not take the lease: the next cycle does');
+    assert.deepEqual(parseSaved(await admin.hget(keys.state, 'G-NEW'))?.state, { tx: 'TX-1' });
+    // G-OLD expects its state from before the loss: another replica may know a newer one, so only its holder writes from nothing.
+    const old = await own.commit('G-OLD', null);
+    assert.equal(old.ok, false, `a change over a state that went with the data waits for the lease: ${JSON.stringify(old)}`);
+    assert.equal(await admin.hget(keys.state, 'G-OLD'), null);
+    await admin.set(keys.lease('G-OTHER'), 'another-replica');
+    const other = await own.commit('G-OTHER', { tx: 'TX-2' });
+    assert.equal(other.ok, false, `another replica's lease refuses it: ${JSON.stringify(other)}`);
+    assert.equal(await admin.hget(keys.state, 'G-OTHER'), null);
+  });
+
   it('the holder puts its states back as soon as it sees the loss, so that the next holder resumes from them, and commits on from there', async () => {
     const fleet = suite.replica();
     const own = fleet.ownership<{ tx: string }>('restore', {});
