@@ -53,7 +53,7 @@ export class DataLossWatch {
   /** the loss was seen and what this replica knows is not put back yet */
   private restorePending = false;
   /** the restores counter last seen (undefined before the first heartbeat) */
-  private restores: unknown = undefined;
+  private restores: string | undefined = undefined;
   /** a restore wrote states since this replica last loaded those of its tokens */
   private reloadPending = false;
   /** the newest state this replica knows per watched token */
@@ -81,8 +81,10 @@ export class DataLossWatch {
     const seen = typeof epoch === 'string' ? epoch : '';
     if ((this.epoch !== '' && seen !== this.epoch) || versionGone) this.restorePending = true;
     this.epoch = seen;
-    if (this.restores !== undefined && restores !== this.restores) this.reloadPending = true;
-    this.restores = restores;
+    // With the epoch: a counter started over after a loss may come back to the value seen before it.
+    const count = `${seen}/${String(restores)}`;
+    if (this.restores !== undefined && count !== this.restores) this.reloadPending = true;
+    this.restores = count;
     const left = Number(markLeftMs);
     this.markedUntil = left > 0 ? this.now() + left : -Infinity;
   }

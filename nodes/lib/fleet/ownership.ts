@@ -3,19 +3,16 @@
  * hand-over"), for one watch scope: a watch node, which has the same id on
  * every replica.
  *
- * - The watch list lives in Redis (a set), so a token watched through one
- *   replica is watched by the fleet. Each replica reads it when its version
- *   changed.
+ * - The watch list lives in Redis (a set), read when its version changed.
  * - Every cycle a replica renews its membership of the scope (a sorted set
- *   scored by when the membership lapses, on Redis's clock) and reads the live
- *   members. Rendezvous hashing over them says which tokens it should own.
+ *   scored on Redis's clock) and reads the live members; rendezvous hashing
+ *   over them says which tokens it should own.
  * - It holds a lease per owned token (`SET lease NX PX`, renewed by a Lua
  *   check of the holder), and polls a token only while its lease is valid by
  *   its own monotonic clock: from the moment the renewal was *sent* plus the
  *   lease time, less a safety margin. Redis sets the expiry later than that,
- *   so a replica stops polling before any other can take the lease: two
- *   replicas never poll one token at the same time, even when this one lost
- *   Redis.
+ *   so a replica stops polling before any other can take the lease, even
+ *   when it lost Redis.
  * - A token that hashing gives to another replica is dropped locally first
  *   (onChange), then its lease is deleted (only if still ours): the new owner
  *   takes it at its next cycle. A replica killed without releasing: its
@@ -23,9 +20,8 @@
  *   over at their next cycle: within the lease time plus one cycle.
  * - Each token's last reported state (the watcher's SavedState, opaque here)
  *   is kept in Redis with a revision. commit() writes it only while no other
- *   replica holds the lease and the revision is the one we loaded (compare-and-set in Lua),
- *   exactly once (a commit id, the same on retries: a lost answer is not a
- *   conflict). The caller commits *before* it emits and emits what was
+ *   replica holds the lease and the revision is the one we loaded
+ *   (compare-and-set in Lua), exactly once (a commit id, the same on retries). The caller commits *before* it emits and emits what was
  *   committed, whatever happened to the lease meanwhile: the commit is the
  *   point of truth; a new owner resumes from it and so repeats nothing.
  */
@@ -39,10 +35,10 @@ import { Rendezvous } from './rendezvous';
 import { COMMIT_STATE, HEARTBEAT, LEASES, RESTORE_STATES, WATCH_LIST } from './scripts';
 import { parseSaved } from './saved-state';
 import { DataLossWatch } from './data-loss';
+import type { AcquiredToken, CommitResult, OwnershipChange, OwnershipOptions, ReleaseReason, ReleasedToken, ScopeContext } from './ownership-types';
 
 /** NODE_DEBUG=charging-fleet (lines start with Date.now()): each lease gained or lost, each commit's answer and each restore, on stderr (the nemesis's evidence). */
 const trace = debuglog('charging-fleet');
-import type { AcquiredToken, CommitResult, OwnershipChange, OwnershipOptions, ReleaseReason, ReleasedToken, ScopeContext } from './ownership-types';
 
 interface Held {
   /** monotonic ms until which this replica may poll the token */
@@ -54,6 +50,8 @@ interface Held {
   chain: Promise<unknown>;
   /** a commit whose answer never came: its id, reused by the next commit from the same revision */
   unresolved: { rev: number; id: string } | null;
+  /** commits queued or on their way: reload() leaves the token alone meanwhile (the answer may be its own commit) */
+  pending: number;
 }
 
 /** Leases are taken and renewed in batches of this many keys: one short script each. */
@@ -140,7 +138,8 @@ export class WatchOwnership<S> {
     // The lease as Redis holds it decides (COMMIT_STATE), not its local validity: a poll answered just before this
     // process stood still past that validity is still committed while no other replica could take the lease.
     if (!h || !h.announced || this.closed) return Promise.resolve({ ok: false, reason: 'not-owner', message: `${token} is not owned by this replica` });
-    const next = h.chain.then(() => this.commitNow(token, h, state));
+    h.pending++;
+    const next = h.chain.then(() => this.commitNow(token, h, state)).finally(() => h.pending--);
     h.chain = next.catch(() => undefined);
     return next;
   }
@@ -200,23 +199,25 @@ export class WatchOwnership<S> {
 
   /**
    * One commit, exactly once: a commit id of its own, the same on every
-   * retry, so that a try applied in Redis whose answer was lost (a reconnect,
-   * a write pause) is recognised by the script as done, never "stale".
-   * Whether the lease is ours is Redis's to say (the script checks it there):
-   * its local validity only guards polling. An
-   * answer that does not come within the retry time leaves the id with the
+   * retry, so that a try applied whose answer was lost (a reconnect, a write
+   * pause) is recognised by the script as done, never "stale". Whether the
+   * lease is ours is Redis's to say; a lease nobody holds is accepted only
+   * while this replica still holds the token by its own clock at that try.
+   * An answer that does not come within the retry time leaves the id with the
    * token: the next commit from the same revision carries it.
    */
   private async commitNow(token: string, h: Held, state: S | null): Promise<CommitResult> {
     if (this.held.get(token) !== h || this.closed) return { ok: false, reason: 'not-owner', message: `${token} is no longer owned by this replica` };
-    const id = h.unresolved?.rev === h.rev ? h.unresolved.id : randomBytes(8).toString('hex');
-    const args = [this.ctx.replicaId, token, h.rev, state === null ? '' : JSON.stringify(state), id];
+    const from = h.rev;
+    const id = h.unresolved?.rev === from ? h.unresolved.id : randomBytes(8).toString('hex');
+    const args = [this.ctx.replicaId, token, from, state === null ? '' : JSON.stringify(state), id];
     const deadline = this.now() + this.commitRetryMs;
     let res: unknown;
     let sent = false;
     for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
       try {
-        res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], args);
+        const stillHeld = this.held.get(token) === h && !this.closed && this.now() < h.validUntil;
+        res = await this.ctx.connection.eval(COMMIT_STATE, [this.keys.lease(token), this.keys.state], [...args, stillHeld ? '1' : '0']);
         break;
       } catch (err) {
         const error = this.ctx.connection.toError(err, 'keeping a state');
@@ -225,14 +226,14 @@ export class WatchOwnership<S> {
         if (!sent && NOT_SENT.test(String((err as Error)?.message))) return { ok: false, reason: 'unavailable', message: error.message };
         sent = true;
         if (error.code === 'CLOSED' || this.closed || left <= 0) {
-          h.unresolved = { rev: h.rev, id };
+          h.unresolved = { rev: from, id };
           return { ok: false, reason: 'unavailable', message: error.message };
         }
         await new Promise((r) => setTimeout(r, Math.min(pause, left)));
       }
     }
     h.unresolved = null;
-    if (trace.enabled) trace('%d %s %s commit %s from %d (%s): %j', Date.now(), this.ctx.replicaId, this.scope, token, h.rev, state === null ? 'no session' : 'session', res);
+    if (trace.enabled) trace('%d %s %s commit %s from %d (%s): %j', Date.now(), this.ctx.replicaId, this.scope, token, from, state === null ? 'no session' : 'session', res);
     if (typeof res === 'number' && res > 0) {
       h.rev = res;
       this.loss.remember(token, res, state);
@@ -311,7 +312,7 @@ export class WatchOwnership<S> {
     }
     if (this.now() >= validUntil) return; // the answer came too late to poll on it
     if (h) h.validUntil = validUntil;
-    else this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null });
+    else this.held.set(token, { validUntil, rev: 0, announced: false, chain: Promise.resolve(), unresolved: null, pending: 0 });
   }
 
   /**
@@ -346,20 +347,20 @@ export class WatchOwnership<S> {
 
   /** A replica put states back (data-loss.ts): a token held with an older state than Redis's now resumes from Redis's. */
   private async reload(): Promise<void> {
-    const tokens = [...this.held].filter(([, h]) => h.announced).map(([t]) => t);
+    const announced = [...this.held].filter(([, h]) => h.announced);
+    const tokens = announced.filter(([, h]) => h.pending === 0).map(([t]) => t);
     const raw = tokens.length === 0 ? [] : await this.ctx.connection.run('loading states', (r) => r.hmget(this.keys.state, ...tokens));
-    this.loss.reloaded();
-    if (this.closed) return;
+    if (tokens.length === announced.length) this.loss.reloaded(); // else again at the next cycle, once their commits are answered
     const newer: AcquiredToken<S>[] = [];
     tokens.forEach((token, i) => {
       const h = this.held.get(token);
       const saved = parseSaved<S>(raw[i]);
-      if (!h?.announced || !saved || saved.rev <= h.rev) return;
+      if (!h?.announced || h.pending > 0 || !saved || saved.rev <= h.rev) return;
       h.rev = saved.rev;
       this.loss.remember(token, saved.rev, saved.state);
       newer.push({ token, saved });
     });
-    if (newer.length > 0) this.tell({ acquired: newer, released: newer.map(({ token }) => ({ token, reason: 'restored', message: 'a newer state was put back after Redis lost its data' })) });
+    if (newer.length > 0 && !this.closed) this.tell({ acquired: newer, released: newer.map(({ token }) => ({ token, reason: 'restored', message: 'a newer state was put back after Redis lost its data' })) });
   }
 
   /** Local leases past their validity: stop polling them and say when they were lost. */

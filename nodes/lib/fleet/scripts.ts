@@ -110,17 +110,19 @@ return out`,
  * exactly once. KEYS: lease key, state hash. ARGV: replica id, token,
  * expected revision, the new state's JSON ('' = no session: a tombstone that
  * keeps the revision), commit id (16 hex digits, one per commit, the same on
- * its retries). Kept as "<rev>:<ids>:<JSON>", ids being the last 8 commit ids
+ * its retries), '1' when the replica still holds the token by its own clock. Kept as "<rev>:<ids>:<JSON>", ids being the last 8 commit ids
  * applied, newest first. A retry whose first try was applied (its answer
  * lost) finds its id there and succeeds, even when later commits followed;
  * while its try is still the newest and the lease ours, the state is
  * refreshed with the retry's. Returns the revision, -1 when the lease is not
  * ours, or {-2, current revision} when the state moved on without us.
  *
- * A lease nobody holds (it went with Redis's data, or lapsed while this
- * replica stood still and nobody took it yet) does not refuse a commit whose
- * expected revision is the one there: no other replica can have polled from
- * a newer state, and the compare-and-set keeps it exactly once. Refused, the
+ * A lease nobody holds (it went with Redis's data) does not refuse a commit
+ * whose expected revision is the one there, from a replica that still holds
+ * the token by its own clock: its lease cannot have lapsed in Redis, so no
+ * other replica can have held the token and committed meanwhile (a restore
+ * can bring an old revision back after a loss), and the compare-and-set
+ * keeps it exactly once. Refused, the
  * poll's answer would be lost (a session seen and never reported when its
  * holder dies before the next poll). With no state there and another
  * revision expected, only the holder may write from nothing (ownership.ts).
@@ -147,7 +149,7 @@ if at then
   if at == 1 and mine then redis.call('HSET', KEYS[2], ARGV[2], rev .. ':' .. ids .. ':' .. ARGV[4]) end
   return rev
 end
-if holder and not mine then return -1 end
+if not mine and (holder or ARGV[6] ~= '1') then return -1 end
 if rev ~= tonumber(ARGV[3]) then
   if not mine then return -1 end
   return { -2, rev }

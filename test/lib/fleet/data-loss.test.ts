@@ -13,7 +13,8 @@ import { parseSaved } from '../../../nodes/lib/fleet/saved-state';
 import { Fleet } from '../../../nodes/lib/fleet/fleet';
 import { RedisServer } from '../../redis-server';
 import { RedisNemesis } from '../../redis-nemesis';
-import { RESTORE_STATES } from '../../../nodes/lib/fleet/scripts';
+import { COMMIT_STATE, RESTORE_STATES } from '../../../nodes/lib/fleet/scripts';
+import { DataLossWatch } from '../../../nodes/lib/fleet/data-loss';
 import type { AcquiredToken } from '../../../nodes/lib/fleet/ownership-types';
 import { fleetSuite, sleep, FAST } from './fleet-fixture';
 
@@ -56,6 +57,11 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
     const old = await own.commit('G-OLD', null);
     assert.equal(old.ok, false, `a change over a state that went with the data waits for the lease: ${JSON.stringify(old)}`);
     assert.equal(await admin.hget(keys.state, 'G-OLD'), null);
+    // The script itself: a free lease is taken for ours only when the caller says it still holds the token by its own clock.
+    await fleet.connection.open();
+    const commitFree = (held: string) => fleet.connection.eval(COMMIT_STATE, [keys.lease('G-FREE'), keys.state], [fleet.replicaId, 'G-FREE', '0', JSON.stringify({ tx: 'TX-3' }), `${held}000000000000000`.slice(0, 16), held]);
+    assert.equal(await commitFree('0'), -1, 'a replica whose lease lapsed by its own clock: another may have held the token meanwhile');
+    assert.ok(Number(await commitFree('1')) > 0, 'still held by its own clock: kept');
     await admin.set(keys.lease('G-OTHER'), 'another-replica');
     const other = await own.commit('G-OTHER', { tx: 'TX-2' });
     assert.equal(other.ok, false, `another replica's lease refuses it: ${JSON.stringify(other)}`);
@@ -185,6 +191,18 @@ describe('fleet: Redis lost its data under a replica that keeps its lease', func
       await holderLink.close();
       await redis.close();
     }
+  });
+
+  it('the restores counter is read with the epoch: a counter that started over after a loss and came back to the value seen before still says reload', () => {
+    const watch = new DataLossWatch(100, () => 0);
+    watch.heard('E1', -2, false, null);
+    watch.heard('E1', -2, false, '1');
+    assert.equal(watch.mustReload, true, 'a restore counted');
+    watch.reloaded();
+    watch.heard('E1', -2, false, '1');
+    assert.equal(watch.mustReload, false, 'nothing new');
+    watch.heard('E2', -2, false, '1');
+    assert.equal(watch.mustReload, true, 'another epoch: the same count is another restore');
   });
 
   it('what the replicas put back: the newest revision known wins in whatever order they come, and a state committed since the loss is never overwritten', async () => {
