@@ -52,8 +52,8 @@ export class DataLossWatch {
   private markedUntil = -Infinity;
   /** the loss was seen and what this replica knows is not put back yet */
   private restorePending = false;
-  /** the restores counter last seen (undefined before the first heartbeat) */
-  private restores: string | undefined = undefined;
+  /** "<epoch>/<restores counter>" as last seen (undefined before the first heartbeat) */
+  private restoresSeen: string | undefined = undefined;
   /** a restore wrote states since this replica last loaded those of its tokens */
   private reloadPending = false;
   /** the newest state this replica knows per watched token */
@@ -83,8 +83,8 @@ export class DataLossWatch {
     this.epoch = seen;
     // With the epoch: a counter started over after a loss may come back to the value seen before it.
     const count = `${seen}/${String(restores)}`;
-    if (this.restores !== undefined && count !== this.restores) this.reloadPending = true;
-    this.restores = count;
+    if (this.restoresSeen !== undefined && count !== this.restoresSeen) this.reloadPending = true;
+    this.restoresSeen = count;
     const left = Number(markLeftMs);
     this.markedUntil = left > 0 ? this.now() + left : -Infinity;
   }

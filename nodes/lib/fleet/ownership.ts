@@ -21,9 +21,9 @@
  * - Each token's last reported state (the watcher's SavedState, opaque here)
  *   is kept in Redis with a revision. commit() writes it only while no other
  *   replica holds the lease and the revision is the one we loaded
- *   (compare-and-set in Lua), exactly once (a commit id, the same on retries). The caller commits *before* it emits and emits what was
- *   committed, whatever happened to the lease meanwhile: the commit is the
- *   point of truth; a new owner resumes from it and so repeats nothing.
+ *   (compare-and-set in Lua), exactly once (one commit id for all retries).
+ *   The caller commits, then emits what was committed whatever happened to
+ *   the lease: the commit is the point of truth a new owner resumes from.
  */
 import { randomBytes } from 'node:crypto';
 import { debuglog } from 'node:util';

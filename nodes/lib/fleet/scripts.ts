@@ -110,8 +110,9 @@ return out`,
  * exactly once. KEYS: lease key, state hash. ARGV: replica id, token,
  * expected revision, the new state's JSON ('' = no session: a tombstone that
  * keeps the revision), commit id (16 hex digits, one per commit, the same on
- * its retries), '1' when the replica still holds the token by its own clock. Kept as "<rev>:<ids>:<JSON>", ids being the last 8 commit ids
- * applied, newest first. A retry whose first try was applied (its answer
+ * its retries), '1' when the replica still holds the token by its own clock.
+ * Kept as "<rev>:<ids>:<JSON>", ids being the last 8 commit ids applied,
+ * newest first. A retry whose first try was applied (its answer
  * lost) finds its id there and succeeds, even when later commits followed;
  * while its try is still the newest and the lease ours, the state is
  * refreshed with the retry's. Returns the revision, -1 when the lease is not
@@ -122,9 +123,8 @@ return out`,
  * the token by its own clock: its lease cannot have lapsed in Redis, so no
  * other replica can have held the token and committed meanwhile (a restore
  * can bring an old revision back after a loss), and the compare-and-set
- * keeps it exactly once. Refused, the
- * poll's answer would be lost (a session seen and never reported when its
- * holder dies before the next poll). With no state there and another
+ * keeps it exactly once. Refused, the poll's answer would be lost (a session
+ * seen and never reported when its holder dies before the next poll). With no state there and another
  * revision expected, only the holder may write from nothing (ownership.ts).
  *
  * A state written from nothing starts at Redis's clock in ms, not at 1: after
