@@ -20,6 +20,7 @@ import type { WishOptions } from '../control/reconcile';
 import type { ControlStore } from '../control/store';
 import type { ControlTarget } from '../control/view';
 import type { ChargingError } from '../errors';
+import type { Claims } from './claims';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 
@@ -93,6 +94,8 @@ export interface LocalControlStore extends ControlStore {
 
 export interface Coordination {
   readonly commands: CommandShare;
+  /** work done once per key by the fleet (claims.ts); alone, at once */
+  readonly claims: Claims;
   /** what the ServiceClient shares: the token and the request budget (alone: nothing) */
   clientHooks(): FleetHooks | undefined;
   watch(scope: string, options: WatchShareOptions): WatchShare;

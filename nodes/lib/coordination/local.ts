@@ -11,6 +11,7 @@ import type { ControlTarget } from '../control/view';
 import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
+import { localClaims } from './claims';
 import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
 
 const sendNow: CommandShare = {
@@ -21,6 +22,7 @@ const sendNow: CommandShare = {
 
 export class LocalCoordination implements Coordination {
   readonly commands = sendNow;
+  readonly claims = localClaims;
 
   clientHooks(): FleetHooks | undefined {
     return undefined;

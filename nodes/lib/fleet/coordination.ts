@@ -7,14 +7,17 @@
  */
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { CommandRun, CommandShare, ControlShare, Coordination, ShareVoice, WatchShare, WatchShareOptions } from '../coordination/coordination';
+import type { ClaimPolicy, ClaimRun, Claims } from '../coordination/claims';
 import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import { FleetControlLink } from './control-link';
 import type { Fleet } from './fleet';
+import { digestOf } from './keys';
 import { FleetWatchLink } from './watch-link';
 
 export class RedisCoordination implements Coordination {
   readonly commands: CommandShare;
+  readonly claims: Claims;
 
   constructor(readonly fleet: Fleet) {
     this.commands = {
@@ -22,6 +25,15 @@ export class RedisCoordination implements Coordination {
         // The claim outlives the whole operation, and the others wait as long for its outcome.
         const run = await fleet.commands.run(command, send, longestMs, unshared, longestMs);
         return run.role === 'sent' ? { ...run, sender: fleet.replicaId } : run;
+      },
+    };
+    this.claims = {
+      run: async <T>(key: string, work: () => Promise<T>, policy: ClaimPolicy, unshared: (err: ChargingError) => void): Promise<ClaimRun<T>> => {
+        const windowMs = policy.windowMs ?? fleet.commands.windowMs;
+        const at = fleet.keys.claim(digestOf(['claim', key]));
+        const run = await fleet.commands.runAt(at, policy.takeOver === 'when-claimer-gone', work, policy.workMs, policy.workMs, windowMs, unshared);
+        if (run.role !== 'sent') return run;
+        return run.deduplicated ? { role: 'ran', shared: true, result: run.result, by: fleet.replicaId } : { role: 'ran', shared: false, result: run.result };
       },
     };
   }

@@ -127,10 +127,18 @@ export class CommandDedup {
    * Claims the command for this replica, or waits (at most waitMs) for the
    * outcome of the replica that did. Never throws.
    */
-  async claim<T>(cmd: FleetCommand, waitMs: number, sendMs: number = this.sendMs): Promise<Claim<T>> {
-    const key = this.ctx.keys.command(CommandDedup.digest(cmd));
+  claim<T>(cmd: FleetCommand, waitMs: number, sendMs: number = this.sendMs): Promise<Claim<T>> {
+    return this.claimAt<T>(this.ctx.keys.command(CommandDedup.digest(cmd)), cmd.action === 'STOP', waitMs, sendMs, this.windowMs);
+  }
+
+  /**
+   * Claims any key (see claim): `takeOver` when a claim whose claimer left
+   * the fleet without an outcome may be taken over (a STOP), `windowMs` how
+   * long the outcome answers the same key. Never throws.
+   */
+  async claimAt<T>(key: string, takeOver: boolean, waitMs: number, sendMs: number, windowMs: number): Promise<Claim<T>> {
     const claimant = `${randomBytes(8).toString('hex')}:${this.ctx.replicaId}`;
-    const ttlMs = Math.max(sendMs, this.sendMs) + this.windowMs;
+    const ttlMs = Math.max(sendMs, this.sendMs) + windowMs;
     const start = this.now();
     const deadline = start + Math.min(this.readBackMs, Math.max(0, waitMs));
     if (this.down.down && this.down.downForMs() >= this.readBackMs) {
@@ -144,8 +152,8 @@ export class CommandDedup {
     const minAge = this.takeOverAfterMs;
     let missingSince: number | null = null;
     const tryClaim = async (): Promise<Held | 'mine'> => {
-      const takeOver = cmd.action === 'STOP' && missingSince !== null && this.now() - missingSince >= minAge ? '1' : '0';
-      const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), this.windowMs, takeOver, minAge]);
+      const takeOverNow = takeOver && missingSince !== null && this.now() - missingSince >= minAge ? '1' : '0';
+      const got = await this.ctx.connection.eval(COMMAND_CLAIM, [key, this.ctx.keys.replicas], [claimant, ttlMs, Math.round(this.now() - start), windowMs, takeOverNow, minAge]);
       if (got === 'OK') return 'mine';
       const [value, alive] = got as [string, number];
       if (Number(alive) === 1) missingSince = null;
@@ -156,10 +164,10 @@ export class CommandDedup {
     let lastError: ChargingError | null = null;
     for (let pause = 25; ; pause = Math.min(400, pause * 2)) {
       try {
-        if ((await tryClaim()) === 'mine') return this.sender(key, claimant);
+        if ((await tryClaim()) === 'mine') return this.sender(key, claimant, windowMs);
         // A STOP's duplicates keep asking the claim itself: if its claimer dies before sending, one of them takes it over and sends.
-        const watch = cmd.action === 'STOP' ? tryClaim : () => this.read(key);
-        return this.awaitOutcome<T>(key, claimant, watch, start + Math.max(0, waitMs));
+        const watch = takeOver ? tryClaim : () => this.read(key);
+        return this.awaitOutcome<T>(key, claimant, watch, start + Math.max(0, waitMs), windowMs);
       } catch (err) {
         lastError = this.ctx.connection.toError(err, 'claiming a command');
         if (lastError.code === 'CLOSED' || lastError.code === 'CONFIG') return { role: 'unavailable', error: lastError };
@@ -175,8 +183,17 @@ export class CommandDedup {
    * command (or on this one without deduplication when Redis is away, after
    * onUnguarded); its outcome is published for the others.
    */
-  async run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void, sendMs?: number): Promise<CommandRun<T>> {
-    const claim = await this.claim<T>(cmd, waitMs, sendMs);
+  run<T>(cmd: FleetCommand, send: () => Promise<T>, waitMs: number, onUnguarded?: (err: ChargingError) => void, sendMs?: number): Promise<CommandRun<T>> {
+    return this.runClaim(this.claim<T>(cmd, waitMs, sendMs), send, onUnguarded);
+  }
+
+  /** claimAt() and the work in one, as run(). */
+  runAt<T>(key: string, takeOver: boolean, work: () => Promise<T>, waitMs: number, sendMs: number, windowMs: number, onUnguarded?: (err: ChargingError) => void): Promise<CommandRun<T>> {
+    return this.runClaim(this.claimAt<T>(key, takeOver, waitMs, sendMs, windowMs), work, onUnguarded);
+  }
+
+  private async runClaim<T>(claiming: Promise<Claim<T>>, send: () => Promise<T>, onUnguarded?: (err: ChargingError) => void): Promise<CommandRun<T>> {
+    const claim = await claiming;
     if (claim.role === 'duplicate' || claim.role === 'unknown') return claim;
     if (claim.role === 'unavailable') {
       onUnguarded?.(claim.error);
@@ -194,8 +211,8 @@ export class CommandDedup {
     return { role: 'sent', deduplicated: true, result };
   }
 
-  private sender<T>(key: string, claimant: string): Claim<T> {
-    return { role: 'sender', publish: (outcome) => this.publish(key, claimant, outcome) };
+  private sender<T>(key: string, claimant: string, windowMs: number): Claim<T> {
+    return { role: 'sender', publish: (outcome) => this.publish(key, claimant, outcome, windowMs) };
   }
 
   private async read(key: string): Promise<Held | null> {
@@ -204,11 +221,11 @@ export class CommandDedup {
   }
 
   /** Publishing is idempotent (the same value under the same claim): retried while Redis does not answer, within readBackMs. */
-  private async publish<T>(key: string, claimant: string, outcome: CommandOutcome<T>): Promise<void> {
+  private async publish<T>(key: string, claimant: string, outcome: CommandOutcome<T>, windowMs: number): Promise<void> {
     const deadline = this.now() + this.readBackMs;
     for (let pause = 50; ; pause = Math.min(400, pause * 2)) {
       try {
-        await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [claimant, JSON.stringify(outcome), this.windowMs + this.readBackMs]);
+        await this.ctx.connection.eval(COMMAND_PUBLISH, [key], [claimant, JSON.stringify(outcome), windowMs + this.readBackMs]);
         return;
       } catch (err) {
         const left = deadline - this.now();
@@ -220,7 +237,7 @@ export class CommandDedup {
   }
 
   /** Reads the claim (`watch`) until the sender's outcome is there, the claim is gone or ours (a STOP taken over), or the deadline. */
-  private async awaitOutcome<T>(key: string, claimant: string, watch: () => Promise<Held | 'mine' | null>, deadline: number): Promise<Claim<T>> {
+  private async awaitOutcome<T>(key: string, claimant: string, watch: () => Promise<Held | 'mine' | null>, deadline: number, windowMs: number): Promise<Claim<T>> {
     let pause = 25;
     let from: string | null = null;
     let lastError: ChargingError | null = null;
@@ -228,7 +245,7 @@ export class CommandDedup {
       let held: Held | null | undefined;
       try {
         const got = await watch();
-        if (got === 'mine') return this.sender(key, claimant);
+        if (got === 'mine') return this.sender(key, claimant, windowMs);
         held = got;
         lastError = null;
       } catch (err) {

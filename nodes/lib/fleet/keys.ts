@@ -86,6 +86,11 @@ export class FleetKeys {
     return `${this.prefix}cmd:${digest}`;
   }
 
+  /** any other work done once by the fleet (claims): its claim, then its outcome; `digest`: digestOf the caller's key */
+  claim(digest: string): string {
+    return `${this.prefix}claim:${digest}`;
+  }
+
   /** charging-control's wishes of one node (scope): hash target key -> "<seq>:<JSON>", and "#seq" (the counter) */
   controlWishes(scope: string): string {
     return `${this.prefix}c:${digestOf(['control', scope]).slice(0, 16)}:wish`;
