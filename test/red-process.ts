@@ -14,6 +14,8 @@ import { CLIENT_ID, CLIENT_SECRET, freePort, NODE_RED, until } from './harness';
 export class RedProcess {
   /** what the running (or last) process printed */
   log = '';
+  /** environment variables of the next start (e.g. HTTP_PROXY) */
+  env: Record<string, string> = {};
   private child: ChildProcess | null = null;
 
   private constructor(
@@ -52,7 +54,7 @@ export class RedProcess {
   /** Starts Node-RED and waits until its flows run. */
   async start(): Promise<void> {
     this.log = '';
-    const child = spawnNodeRed(this.dataDir, this.port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'));
+    const child = spawnNodeRed(this.dataDir, this.port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'), this.env);
     this.child = child;
     child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
     child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));

@@ -10,13 +10,14 @@ import type { ServiceClient } from '../lib/client/service-client';
 import { monotonicNow } from '../lib/clock';
 import { ControlBook } from '../lib/control/book';
 import { ConnectorClaims } from '../lib/control/claims';
-import type { ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/controller';
+import type { CheckPriority, ControlClock, ControlDeps, ControlSnapshot } from '../lib/control/controller';
 import type { ControlSettings } from '../lib/control/memory';
 import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
 import type { ControlShare, Coordination } from '../lib/coordination/coordination';
 import { LocalCoordination } from '../lib/coordination/local';
-import type { ChargingError } from '../lib/errors';
+import { reachReporter } from '../lib/coordination/reach';
+import { ChargingError } from '../lib/errors';
 import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
 import { ContextControlStore } from './context-control-store';
@@ -175,9 +176,22 @@ export class ControlMode {
       // no configuration: every message says so (CONFIG), nothing is sent
     }
     let mode: ControlMode | null = null;
-    const share = coordinationOf(RED, config).control(node.id, life.voice(), new ContextControlStore(node, config.contextStore));
+    const coordination = coordinationOf(RED, config);
+    const share = coordination.control(node.id, life.voice(), new ContextControlStore(node, config.contextStore));
+    const reach = reachReporter(coordination.reach, (t: ControlTarget) => client().getProgress(t.token, { signal: life.signal, priority: 'poll' }));
+    life.onClose(() => reach.withdraw());
+    const poll = (t: ControlTarget, priority: CheckPriority) =>
+      client()
+        .getProgress(t.token, { signal: life.signal, priority })
+        .then(
+          (r) => (reach.polled(t, null), r.record),
+          (err: unknown) => {
+            reach.polled(t, err instanceof ChargingError ? err : null);
+            throw err;
+          },
+        );
     const deps: ControlDeps = {
-      poll: (t, priority) => client().getProgress(t.token, { signal: life.signal, priority }).then((r) => r.record),
+      poll,
       send: (command, mayProceed) => client().sendCommand(command, { signal: life.signal, mayProceed }),
       clock: realClock,
       derive,

@@ -19,6 +19,7 @@ import { formatEnergy, NodeStatus, Status } from './status';
 import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
 import type { WatchShare, WatchView } from '../lib/coordination/coordination';
+import { reachReporter } from '../lib/coordination/reach';
 
 export interface WatchConfig {
   service: string;
@@ -57,11 +58,12 @@ export class WatchMode {
     }
     let mode: WatchMode | null = null;
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
-    const share = service.getCoordination().watch(node.id, {
+    const coordination = service.getCoordination();
+    const share = coordination.watch(node.id, {
       voice: life.voice(),
       show: (view) => life.board.set(watchBadge(view)),
-      probe: (token) => client.getProgress(token, pollOptions),
     });
+    const reach = reachReporter(coordination.reach, (token: string) => client.getProgress(token, pollOptions));
     const store = new WatchStore(node, config.contextStore, (err) => life.warnOnce('context', `Could not keep the watch state in context: ${err.message}`));
     const watcher = new SessionWatcher(
       progressPoll(client, pollOptions),
@@ -76,6 +78,7 @@ export class WatchMode {
           life.board.due();
           store.flushDue();
         },
+        onPolled: reach.polled,
         ...share.watcherOptions(),
       },
       (e) => mode?.onEvent(e, toOutputs),
@@ -87,6 +90,7 @@ export class WatchMode {
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
+      reach.withdraw();
       watcher.close();
       client.setPollDemand(node.id, 0);
       // The states of the last second are kept before a redeploy or a stop (Node-RED then closes the context).
@@ -189,3 +193,4 @@ export function progressPoll(client: Pick<ServiceClient, 'getProgress'>, options
 const recordOf = (res: ProgressResult): ProgressRecord | null => res.record;
 
 const fmt = (n: number): string => String(Math.round(n * 100) / 100);
+

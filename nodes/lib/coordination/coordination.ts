@@ -21,6 +21,7 @@ import type { ControlStore } from '../control/store';
 import type { ControlTarget } from '../control/view';
 import type { ChargingError } from '../errors';
 import type { Claims } from './claims';
+import type { ServiceReachShare } from './reach';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 
@@ -56,14 +57,12 @@ export interface WatchShareOptions {
   voice: ShareVoice;
   /** the badge: called when the share or Redis's health changes (alone: never) */
   show(view: WatchView): void;
-  /** one progress query of a token: how a replica that gave its share away finds the service again */
-  probe(token: string): Promise<unknown>;
 }
 
 /** A watch node's list: which tokens this process polls, and where a poll's change is committed. */
 export interface WatchShare {
   /** what the watcher asks before each poll and after each change */
-  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit' | 'onPolled'>;
+  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit'>;
   /** the watcher that polls this process's share; `onShare` after every gain or loss */
   attach(watcher: SessionWatcher, onShare: () => void): void;
   /** the node's tokens after a (re)start, with the states kept in context (alone: the seeds; shared: only where Redis has none) */
@@ -96,6 +95,8 @@ export interface Coordination {
   readonly commands: CommandShare;
   /** work done once per key by the fleet (claims.ts); alone, at once */
   readonly claims: Claims;
+  /** how this process's queries of the service end, compared with its peers' (reach.ts); alone, nothing */
+  readonly reach: ServiceReachShare;
   /** what the ServiceClient shares: the token and the request budget (alone: nothing) */
   clientHooks(): FleetHooks | undefined;
   watch(scope: string, options: WatchShareOptions): WatchShare;

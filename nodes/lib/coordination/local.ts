@@ -12,6 +12,7 @@ import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 import { localClaims } from './claims';
+import { noReach } from './reach';
 import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
 
 const sendNow: CommandShare = {
@@ -23,6 +24,7 @@ const sendNow: CommandShare = {
 export class LocalCoordination implements Coordination {
   readonly commands = sendNow;
   readonly claims = localClaims;
+  readonly reach = noReach;
 
   clientHooks(): FleetHooks | undefined {
     return undefined;
@@ -41,7 +43,7 @@ export class LocalCoordination implements Coordination {
 class LocalWatchShare implements WatchShare {
   private watcher: SessionWatcher | null = null;
 
-  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit' | 'onPolled'> {
+  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit'> {
     return {};
   }
 

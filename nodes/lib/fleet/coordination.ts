@@ -8,6 +8,7 @@
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { CommandRun, CommandShare, ControlShare, Coordination, ShareVoice, WatchShare, WatchShareOptions } from '../coordination/coordination';
 import type { ClaimPolicy, ClaimRun, Claims } from '../coordination/claims';
+import type { ServiceReachShare } from '../coordination/reach';
 import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import { FleetControlLink } from './control-link';
@@ -18,8 +19,10 @@ import { FleetWatchLink } from './watch-link';
 export class RedisCoordination implements Coordination {
   readonly commands: CommandShare;
   readonly claims: Claims;
+  readonly reach: ServiceReachShare;
 
   constructor(readonly fleet: Fleet) {
+    this.reach = fleet.reach;
     this.commands = {
       run: async <T>(command: ChargingCommand, send: () => Promise<T>, longestMs: number, unshared: (err: ChargingError) => void): Promise<CommandRun<T>> => {
         // The claim outlives the whole operation, and the others wait as long for its outcome.

@@ -95,7 +95,16 @@ export interface DedupContext {
    * after Redis lost its data a reconnection (the members were lost too).
    */
   takeOverAfterMs?: number;
+  /**
+   * True while this replica gets no answers from the service where a peer
+   * does (service-reach.ts): its claims wait deferMs first, so that a healthy
+   * peer given the same command claims it (default: never).
+   */
+  defer?: () => boolean;
 }
+
+/** How long a replica that cannot reach the service lets a healthy peer claim a command first. */
+export const DEFER_MS = 1_000;
 
 export class CommandDedup {
   readonly windowMs: number;
@@ -105,6 +114,7 @@ export class CommandDedup {
   readonly takeOverAfterMs: number;
   private readonly now: () => number;
   private readonly down: DownTimer;
+  private readonly defer: () => boolean;
 
   constructor(
     private readonly ctx: DedupContext,
@@ -116,6 +126,7 @@ export class CommandDedup {
     this.takeOverAfterMs = ctx.takeOverAfterMs ?? this.readBackMs;
     this.now = options.now ?? monotonicNow;
     this.down = new DownTimer(ctx.connection, this.now);
+    this.defer = ctx.defer ?? (() => false);
   }
 
   /** The claim key's digest for a command: the four fields that make it "the same". */
@@ -144,6 +155,7 @@ export class CommandDedup {
     if (this.down.down && this.down.downForMs() >= this.readBackMs) {
       return { role: 'unavailable', error: this.down.error() };
     }
+    if (this.defer()) await new Promise((r) => setTimeout(r, Math.min(DEFER_MS, Math.max(0, waitMs) / 4)));
     // The same call claims, and reads back a try whose answer never came: ours, another's, or claimed now.
     // A STOP whose claimer left the fleet without publishing is claimed anew (twice is harmless) once this replica
     // has seen the claimer missing from the live replicas for takeOverAfterMs on its own clock, and the claim is

@@ -20,7 +20,7 @@ import { ChargingError } from '../errors';
 import type { FleetHooks } from '../client/fleet-hooks';
 import { FailureReporter, FleetConnection, MAX_RECONNECT_PAUSE_MS, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
-import { HEARTBEAT } from './scripts';
+import { FLEET_HEARTBEAT } from './scripts';
 import { parseReplicaInfo, type ReplicaInfo } from './replica-info';
 
 export type { ReplicaInfo };
@@ -28,6 +28,8 @@ import { SharedTokenStore, type SharedTokenOptions } from './token-store';
 import { SharedRequestBudget } from './budget';
 import { CommandDedup, type DedupOptions } from './dedup';
 import { WatchOwnership } from './ownership';
+import { ServiceReach, type ServiceReachOptions } from './service-reach';
+import { monotonicNow } from '../clock';
 import type { OwnershipOptions } from './ownership-types';
 
 export interface FleetOptions extends FleetConnectionOptions {
@@ -41,6 +43,8 @@ export interface FleetOptions extends FleetConnectionOptions {
   leaseMs?: number;
   token?: SharedTokenOptions;
   dedup?: DedupOptions;
+  /** stand-down by comparison with the peers (service-reach.ts) */
+  reach?: Omit<ServiceReachOptions, 'now' | 'onChange'>;
   /** things a person should know that are not errors (a fallback taken) */
   onWarning?: (text: string) => void;
   /** failures of the background loop (also reflected in health) */
@@ -61,6 +65,8 @@ export class Fleet {
   readonly leaseMs: number;
   readonly tokens: SharedTokenStore;
   readonly commands: CommandDedup;
+  /** whether this replica reaches the service where its peers do; its share is given away while not */
+  readonly reach: ServiceReach;
   private readonly scopes = new Map<string, WatchOwnership<unknown>>();
   private readonly startedAt = Date.now();
   private live: ReplicaInfo[] = [];
@@ -79,9 +85,20 @@ export class Fleet {
     this.connection = new FleetConnection({ ...options, name: options.name ?? `chargectl-${this.replicaId}`.replace(/[^\x21-\x7e]/g, '_') });
     this.failures = new FailureReporter(this.connection, options.onError);
     const ctx = { connection: this.connection, keys: this.keys, replicaId: this.replicaId, onWarning: options.onWarning };
+    this.reach = new ServiceReach({
+      // A probe at most every 2.5 cycles (5 s at the default cycle): each cycle reviews, and probes when one is due.
+      probeMs: 2.5 * this.cycleMs,
+      marginMs: Math.min(1_000, this.cycleMs),
+      ...options.reach,
+      now: monotonicNow,
+      onChange: (down, why) => {
+        for (const s of this.scopes.values()) s.standDown(down);
+        options.onWarning?.(down ? `This replica gives its watched tokens and control targets to the others: ${why}; it probes the service and takes them back at the first answer` : `This replica takes its share of the watched tokens and control targets back: ${why}`);
+      },
+    });
     this.tokens = new SharedTokenStore(ctx, options.token);
     // A live claimer is back among the members within a lease, and after Redis lost its data within a reconnection and two cycles.
-    this.commands = new CommandDedup({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs) }, options.dedup);
+    this.commands = new CommandDedup({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands }, options.dedup);
     // Connects in the background; the loop's first cycle waits for it (bounded) and retries every cycle.
     this.connection.open().catch(() => undefined);
     this.schedule(0);
@@ -106,6 +123,7 @@ export class Fleet {
     if (this.scopes.has(scope)) throw new ChargingError('INTERNAL', `Watch scope ${scope} is open already`);
     const own = new WatchOwnership<S>(scope, { connection: this.connection, replicaId: this.replicaId, leaseMs: this.leaseMs, cycleMs: this.cycleMs, kick: () => this.kick() }, this.keys.scope(scope), options);
     this.scopes.set(scope, own as WatchOwnership<unknown>);
+    own.standDown(this.reach.standingDown);
     this.kick();
     return own;
   }
@@ -160,7 +178,7 @@ export class Fleet {
     const scopes = [...this.scopes.values()];
     this.scopes.clear();
     for (const s of scopes) await s.close();
-    await this.connection.eval(HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, '', '1']).catch(() => undefined);
+    await this.connection.eval(FLEET_HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, '', '1']).catch(() => undefined);
     await this.connection.close();
   }
 
@@ -199,10 +217,13 @@ export class Fleet {
   private async heartbeat(): Promise<void> {
     let owned = 0;
     for (const s of this.scopes.values()) owned += s.owned().length;
-    const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned });
-    const res = (await this.connection.eval(HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
+    const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned, reach: this.reach.published() });
+    const sentAt = monotonicNow();
+    const res = (await this.connection.eval(FLEET_HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
     const live: ReplicaInfo[] = [];
-    for (let i = 4; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
-    if (!this.closing) this.live = live;
+    for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
+    if (this.closing) return;
+    this.live = live;
+    this.reach.review(this.replicaId, live, { redisMs: Number(res[0]), sentAt });
   }
 }

@@ -4,6 +4,8 @@
  * loading the Fleet. No Redis client in here.
  */
 
+import type { Reach } from './service-reach';
+
 /** A live replica, as it describes itself at each heartbeat. */
 export interface ReplicaInfo {
   id: string;
@@ -11,8 +13,12 @@ export interface ReplicaInfo {
   pid?: number;
   /** epoch ms */
   startedAt?: number;
+  /** Redis's time (ms) of its last heartbeat: when it said what follows */
+  at?: number;
   /** tokens it owns, over all its watch scopes */
   owned?: number;
+  /** how its queries of the service went (service-reach.ts) */
+  reach?: Reach;
 }
 
 /** A `replicas:info` value; an empty or damaged one says nothing. */
@@ -24,9 +30,18 @@ export function parseReplicaInfo(raw: unknown): Omit<ReplicaInfo, 'id'> {
       host: typeof v.host === 'string' ? v.host : undefined,
       pid: typeof v.pid === 'number' ? v.pid : undefined,
       startedAt: typeof v.startedAt === 'number' ? v.startedAt : undefined,
+      at: typeof v.at === 'number' ? v.at : undefined,
       owned: typeof v.owned === 'number' ? v.owned : undefined,
+      reach: parseReach(v.reach),
     };
   } catch {
     return {};
   }
+}
+
+function parseReach(raw: unknown): Reach | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.fails !== 'number' || !(r.okAgoMs === null || typeof r.okAgoMs === 'number')) return undefined;
+  return { fails: r.fails, okAgoMs: r.okAgoMs };
 }

@@ -80,6 +80,45 @@ return out`,
 );
 
 /**
+ * A replica of the fleet says it is alive and what it is (its info JSON), and
+ * reads who else is. KEYS: sorted set of members, hash of their info. ARGV:
+ * replica id, ttl ms, info JSON (an object; '' = none), leave ('1' = remove
+ * me). The info is kept with `at`, Redis's time of this heartbeat in ms, as
+ * its first field: what a replica says of its last answer from the service
+ * (service-reach.ts) is then placed on one clock for all. Returns {Redis's
+ * time in ms, id1, info1, id2, info2, …} of the live members, pruning the dead.
+ */
+export const FLEET_HEARTBEAT = new Script(
+  'fleetHeartbeat',
+  `${NOW}
+local me, ttl, info, leave = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4] == '1'
+if leave then
+  redis.call('ZREM', KEYS[1], me)
+  redis.call('HDEL', KEYS[2], me)
+else
+  redis.call('ZADD', KEYS[1], nowMs + ttl, me)
+  if string.sub(info, 1, 1) == '{' and string.len(info) > 2 then
+    redis.call('HSET', KEYS[2], me, '{"at":' .. string.format('%.0f', nowMs) .. ',' .. string.sub(info, 2))
+  end
+end
+local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+if #dead > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', nowMs)
+  redis.call('HDEL', KEYS[2], unpack(dead))
+end
+-- A fleet nobody runs any more leaves nothing behind.
+redis.call('PEXPIRE', KEYS[1], ttl * 20)
+redis.call('PEXPIRE', KEYS[2], ttl * 20)
+local out = { nowMs }
+local live = redis.call('ZRANGE', KEYS[1], 0, -1)
+for i = 1, #live do
+  out[#out + 1] = live[i]
+  out[#out + 1] = redis.call('HGET', KEYS[2], live[i]) or ''
+end
+return out`,
+);
+
+/**
  * Takes, renews and gives back leases in one call. KEYS: the lease keys, the
  * first ARGV[3] of them wanted, the rest to be released. ARGV: replica id,
  * lease ms, how many are wanted. For each wanted key: 2 = acquired now, 1 =

@@ -11,10 +11,6 @@ import type { WatchShare, WatchShareOptions } from '../coordination/coordination
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 import type { Fleet } from './fleet';
 import type { WatchOwnership } from './ownership';
-import { StandDown } from './stand-down';
-
-/** Poll failures that say this replica cannot reach the service (not the service's word on one token). */
-const UNREACHABLE = new Set(['NETWORK', 'TIMEOUT', 'AUTH']);
 
 export class FleetWatchLink implements WatchShare {
   private readonly own: WatchOwnership<SavedState>;
@@ -24,8 +20,6 @@ export class FleetWatchLink implements WatchShare {
   /** after every gain or loss: the node tells the request budget its poll demand again */
   private onShare: () => void = () => undefined;
   private readonly offHealth: () => void;
-  /** gives this replica's share away while it cannot reach the service */
-  private readonly standDown: StandDown;
 
   constructor(
     private readonly fleet: Fleet,
@@ -50,23 +44,16 @@ export class FleetWatchLink implements WatchShare {
       },
       onError: (err) => voice.warnOnce('fleet', `Coordinate replicas: ${err.message}`),
     });
-    this.standDown = new StandDown(this.own, fleet.replicaId, () => options.probe(this.own.watched()[0] ?? ''), {
-      onChange: (down, err) => {
-        if (down) voice.warnOnce('fleet-stand-down', `Coordinate replicas: this replica cannot reach the service (${err?.message ?? ''}); its watched tokens go to the other replicas until it can`);
-        else voice.warnOnce('fleet-stand-down', 'Coordinate replicas: the service answers again; this replica takes its share of the watched tokens back');
-      },
-    });
     this.offHealth = fleet.onHealth((h) => {
       if (!h.up) options.show({ up: false, count: this.watcher?.size ?? 0 });
       else this.showCount();
     });
   }
 
-  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit' | 'onPolled'> {
+  watcherOptions(): Pick<WatcherOptions, 'mayPoll' | 'commit'> {
     return {
       mayPoll: (token) => this.own.mayPoll(token),
       commit: (token, state) => this.own.commit(token, state).then((r) => r.ok),
-      onPolled: (_token, err) => this.standDown.polled(err && UNREACHABLE.has(err.code) ? err : null),
     };
   }
 
@@ -102,7 +89,6 @@ export class FleetWatchLink implements WatchShare {
   /** On close: leases given back at once (the others take over at their next cycle); a removed node's list is dropped from the fleet. */
   async close(removed: boolean): Promise<void> {
     this.offHealth();
-    this.standDown.close();
     if (removed) await this.own.unwatch(this.own.watched()).catch(() => undefined);
     await this.fleet.closeOwnership(this.scope);
   }

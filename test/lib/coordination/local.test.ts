@@ -26,7 +26,7 @@ describe('LocalCoordination (the process alone)', () => {
   });
 
   it('a watch share is the watcher\'s own list: every token polled here, seeded only on resume, no commit hook', async () => {
-    const share = new LocalCoordination().watch('w', { voice, show: () => assert.fail('no fleet to show'), probe: () => Promise.resolve() });
+    const share = new LocalCoordination().watch('w', { voice, show: () => assert.fail('no fleet to show') });
     assert.deepEqual(share.watcherOptions(), {});
     const w = new SessionWatcher(async () => null, { intervalMs: 60_000 }, () => undefined, () => undefined);
     try {
