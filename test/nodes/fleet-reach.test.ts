@@ -77,6 +77,7 @@ describe('a replica cut off from the service by its own proxy, judged against it
       const bound = missMs + LEASE_MS + 3 * CYCLE_MS + 2 * INTERVAL_MS;
       await delay(bound + 3 * INTERVAL_MS);
       const gap = longestGap(arrivals(sim, from, 'GET'), WATCHED, faultAt, Date.now());
+      console.log(`      ${mode}: longest unanswered ${gap.ms} ms (bound ${bound} ms)`);
       // A second more for three Node-REDs on two cores.
       assert.ok(gap.ms <= bound + 1000, `${gap.token} unanswered for ${gap.ms} ms (bound ${bound} ms)`);
       assert.match(fleet.log(0), /gives its watched tokens and control targets to the others/);
