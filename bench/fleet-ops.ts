@@ -10,7 +10,8 @@
  * the 90th percentile in µs, and the takeover times in ms.
  */
 import { Fleet } from '../nodes/lib/fleet/fleet';
-import { LEASES } from '../nodes/lib/fleet/scripts';
+import { LEASES } from '../nodes/lib/fleet/leases/lease-batch';
+import { claimCommand } from '../test/lib/fleet/fleet-fixture';
 import { RedisServer } from '../test/redis-server';
 import { spawnReplica, type OwnedReport } from '../test/lib/fleet/replica-process';
 import type { ChildProcess } from 'node:child_process';
@@ -32,10 +33,10 @@ async function operations(redis: RedisServer): Promise<void> {
   const fleet = new Fleet({ url: redis.url, fleetKey: 'bench-ops', cycleMs: 60_000 });
   await fleet.connection.open();
   const budget = fleet.budget(1e6);
-  const own = fleet.ownership<{ n: number }>('bench');
+  const own = fleet.scope<{ n: number }>('bench');
   const tokens = Array.from({ length: 100 }, (_, i) => `RFID-${i}`);
   const leaseKeys = tokens.map((t) => fleet.keys.scope('bench').lease(t));
-  await own.watch(tokens);
+  await own.add(tokens);
   fleet.kick();
   while (own.owned().length < 100) await new Promise((r) => setTimeout(r, 20));
   const local = async () => ({ accessToken: 'bench-token-value', expiresIn: 1800 });
@@ -45,14 +46,14 @@ async function operations(redis: RedisServer): Promise<void> {
   const rows: Array<[string, { median: number; p90: number }]> = [
     ['ping (the round trip itself)', await timeIt(2000, () => fleet.connection.run('ping', (r) => r.ping()))],
     ['budget take (uncontended)', await timeIt(2000, () => budget.tryTake())],
-    ['lease renewal, 1 token', await timeIt(2000, () => fleet.connection.eval(LEASES, leaseKeys.slice(0, 1), [fleet.replicaId, 6000, 1]))],
-    ['lease renewal, 100 tokens in one script', await timeIt(1000, () => fleet.connection.eval(LEASES, leaseKeys, [fleet.replicaId, 6000, 100]))],
+    ['lease renewal, 1 token', await timeIt(2000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 1 }, { keys: leaseKeys.slice(0, 1) })))],
+    ['lease renewal, 100 tokens in one script', await timeIt(1000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 100 }, { keys: leaseKeys })))],
     ['state commit (compare-and-set)', await timeIt(2000, () => own.commit(tokens[0], { n: ++n }))],
     ['shared token read (hit)', await timeIt(2000, () => fleet.tokens.fetch(local, identity))],
     [
       'command claim + publish',
       await timeIt(1000, async () => {
-        const c = await fleet.commands.claim({ action: 'START', token: `T-${++n}`, locationId: 'L', evseId: '1' }, 0);
+        const c = await claimCommand(fleet, { action: 'START', token: `T-${++n}`, locationId: 'L', evseId: '1' }, 0);
         if (c.role === 'sender') await c.publish({ ok: true, result: { statusCode: 201 } });
       }),
     ],

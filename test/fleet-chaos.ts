@@ -19,7 +19,7 @@
  * emitted exactly once across the replicas.
  */
 import { Fleet } from '../nodes/lib/fleet/fleet';
-import type { WatchOwnership } from '../nodes/lib/fleet/ownership';
+import type { RedisLeaseScope } from '../nodes/lib/fleet/leases/lease-scope';
 import type { ServiceClient } from '../nodes/lib/client/service-client';
 import { startCommand, stopCommand, type ChargingCommand } from '../nodes/lib/session/commands';
 import { SessionWatcher, type SavedState, type WatchEvent } from '../nodes/lib/session/watcher';
@@ -27,6 +27,7 @@ import type { ChargingServiceSimulator } from '../simulator/simulator';
 import { clientFor, startSimulator } from './harness';
 import { pauseWrites, RedisNemesis } from './redis-nemesis';
 import type { RedisServer } from './redis-server';
+import { runCommand } from './lib/fleet/fleet-fixture';
 
 export interface ChaosOptions {
   seed: number;
@@ -65,7 +66,7 @@ interface Replica {
   nemesis: RedisNemesis;
   client: ServiceClient;
   watcher: SessionWatcher;
-  own: WatchOwnership<SavedState>;
+  own: RedisLeaseScope<SavedState>;
 }
 
 export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): Promise<ChaosReport> {
@@ -87,7 +88,7 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
   let stops = 0;
   try {
     for (let i = 0; i < 2; i++) replicas.push(await replica(redis, sim, fleetKey, events));
-    await replicas[0].own.watch(tokens);
+    await replicas[0].own.add(tokens);
     const end = Date.now() + options.seconds * 1000;
     // A token is busy while a command on it is under way, and for a while after, so that each session lasts
     // longer than a hand-over (a session begun and ended while no replica polls is not seen: polling's limit).
@@ -117,7 +118,7 @@ export async function runFleetChaos(redis: RedisServer, options: ChaosOptions): 
         }
         // Often a fault right as the command goes out: its claim's answer lost, or a write pause.
         if (rnd() < 0.4) void fault(rnd, pick, replicas, redis).then((f) => faults.push(`${f} at ${cmd.action}`));
-        const both = Promise.allSettled(replicas.map((x) => x.fleet.commands.run(cmd, () => x.client.sendCommand(cmd), 8_000, (e) => roles.push(`${key} unguarded: ${e.message}`)))).then((rs) => {
+        const both = Promise.allSettled(replicas.map((x) => runCommand(x.fleet, cmd, () => x.client.sendCommand(cmd), 8_000, (e) => roles.push(`${key} unguarded: ${e.message}`)))).then((rs) => {
           roles.push(`${key}: ${rs.map((r) => (r.status === 'fulfilled' ? r.value.role : `error ${(r.reason as Error).message}`)).join(' / ')}`);
           const now = sim.session(token);
           if (cmd.action === 'START' && now) sessions.set(now.transactionId, { token, stopped: false });
@@ -153,18 +154,18 @@ async function replica(redis: RedisServer, sim: ChargingServiceSimulator, fleetK
   await fleet.connection.open();
   const client = clientFor(sim, { timeoutMs: 5_000 });
   let watcher: SessionWatcher | null = null;
-  const own = fleet.ownership<SavedState>('w', {
+  const own = fleet.scope<SavedState>('w', {
     onChange: (ch) => {
-      if (ch.released.length > 0) watcher?.unwatch(ch.released.map((r) => r.token));
+      if (ch.released.length > 0) watcher?.unwatch(ch.released.map((r) => r.item));
       if (ch.acquired.length > 0) {
-        const saved = new Map(ch.acquired.map((a) => [a.token, a.saved?.state ?? undefined]));
+        const saved = new Map(ch.acquired.map((a) => [a.item, a.saved?.state ?? undefined]));
         watcher?.watch(saved.keys(), (t) => saved.get(t));
       }
     },
   });
   watcher = new SessionWatcher(
     (t) => client.getProgress(t).then((r) => r.record),
-    { intervalMs: 200, confirmEndMs: 50, mayPoll: (t) => own.mayPoll(t), commit: (t, s) => own.commit(t, s).then((r) => r.ok) },
+    { intervalMs: 200, confirmEndMs: 50, mayPoll: (t) => own.holds(t), commit: (t, s) => own.commit(t, s).then((r) => r.ok) },
     (e) => events.push(e),
     () => undefined,
   );

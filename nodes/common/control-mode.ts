@@ -14,7 +14,8 @@ import type { CheckPriority, ControlClock, ControlDeps, ControlSnapshot } from '
 import type { ControlSettings } from '../lib/control/memory';
 import { ENDED_AT_STATION, type WishOptions } from '../lib/control/reconcile';
 import type { ControlTarget } from '../lib/control/view';
-import type { ControlShare, Coordination } from '../lib/coordination/coordination';
+import type { Coordination } from '../lib/coordination/coordination';
+import { openControlShare, type ControlShare } from '../lib/control/control-share';
 import { LocalCoordination } from '../lib/coordination/local';
 import { reachReporter } from '../lib/coordination/reach';
 import { ChargingError } from '../lib/errors';
@@ -184,7 +185,7 @@ export class ControlMode {
     }
     let mode: ControlMode | null = null;
     const coordination = coordinationOf(RED, config);
-    const share = coordination.control(node.id, life.voice(), new ContextControlStore(node, config.contextStore));
+    const share = openControlShare(coordination.leases, node.id, life.voice(), new ContextControlStore(node, config.contextStore));
     const reach = reachReporter(coordination.reach, (t: ControlTarget) => client().getProgress(t.token, { signal: life.signal, priority: 'poll' }));
     life.onClose(() => reach.withdraw());
     const poll = (t: ControlTarget, priority: CheckPriority) =>

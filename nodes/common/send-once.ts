@@ -15,7 +15,7 @@
  * Alone (LocalCoordination) this is the operation itself, nothing more.
  */
 import type { NodeMessage } from 'node-red';
-import type { ChargingCommand } from '../lib/session/commands';
+import { commandClaimKey, commandClaimPolicy, type ChargingCommand } from '../lib/session/commands';
 import { ChargingError } from '../lib/errors';
 import type { Outputs, WorkContext } from './node-lifecycle';
 import { Status } from './status';
@@ -30,17 +30,17 @@ type Published = Fields | Array<Fields | null> | null;
 /** A whole operation may wait for the command's effect (minutes with *make sure it ends*): the claim outlives it. */
 export async function sendOnce(ctx: WorkContext, msg: NodeMessage, command: ChargingCommand, longestMs: number, operation: () => Promise<Outputs>): Promise<Outputs> {
   let outputs: Outputs = null;
-  const run = await ctx.service.getCoordination().commands.run<Published>(
-    command,
+  const run = await ctx.service.getCoordination().claims.run<Published>(
+    commandClaimKey(command),
     async () => {
       outputs = await operation();
       return publishable(outputs);
     },
-    longestMs,
+    commandClaimPolicy(command, longestMs),
     (err) => ctx.warnOnce('fleet-dedup', `Coordinate replicas: ${command.action} sent without deduplication (${err.message}); another replica may send it too`),
   );
-  if (run.role === 'sent') {
-    if (run.sender) mark(outputs, { role: 'sent', replica: run.sender });
+  if (run.role === 'ran') {
+    if (run.by) mark(outputs, { role: 'sent', replica: run.by });
     return outputs;
   }
   if (run.role === 'unknown') {

@@ -9,7 +9,7 @@ import type { ServiceClientOptions } from '../lib/client/service-client';
 import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT, SESSIONS_PATH, sessionsEndpoint } from '../lib/client/service-client';
 import { isAuthMethod, parseTokenParams, tokenEndpoint } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
-import { fleetKeyFor } from '../lib/fleet/keys';
+import { fleetKeyFor } from '../lib/fleet/redis/keys';
 import { chargingSessionSettings, checkEndpointPath, checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {

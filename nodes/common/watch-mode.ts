@@ -18,7 +18,7 @@ import { getService } from './service-node';
 import { formatEnergy, NodeStatus, Status } from './status';
 import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
-import type { WatchShare, WatchView } from '../lib/coordination/coordination';
+import { WatchShare, type WatchView } from '../lib/session/watch-share';
 import { reachReporter } from '../lib/coordination/reach';
 
 export interface WatchConfig {
@@ -59,7 +59,7 @@ export class WatchMode {
     let mode: WatchMode | null = null;
     const pollOptions = { signal: life.signal, priority: 'poll' } as const;
     const coordination = service.getCoordination();
-    const share = coordination.watch(node.id, {
+    const share = new WatchShare(coordination.leases, node.id, {
       voice: life.voice(),
       show: (view) => life.board.set(watchBadge(view)),
     });

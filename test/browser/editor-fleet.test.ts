@@ -79,7 +79,7 @@ describe('editor: Coordinate replicas (Chromium)', function () {
     const url = (redis as RedisServer).url;
     // A replica of the fleet elsewhere (this test process), watching two tokens.
     other = new Fleet({ url, fleetKey, cycleMs: 150, leaseMs: 600 });
-    await other.ownership('watch-node', {}).watch(['RFID-A', 'RFID-B']);
+    await other.scope('watch-node', {}).add(['RFID-A', 'RFID-B']);
     for (let i = 0; i < 100 && other.replicas()[0]?.owned !== 2; i++) await delay(50);
     assert.equal(other.replicas()[0]?.owned, 2, 'the other replica owns both tokens');
 

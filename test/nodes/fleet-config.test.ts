@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import vm from 'node:vm';
 import { Fleet } from '../../nodes/lib/fleet/fleet';
-import { FLEET_KEY_PATTERN, FleetKeys } from '../../nodes/lib/fleet/keys';
+import { FLEET_KEY_PATTERN, FleetKeys } from '../../nodes/lib/fleet/redis/keys';
 import { fleetSettings } from '../../nodes/common/service-options';
 import type { ChargingServiceNode } from '../../nodes/common/service-node';
 import { helper, load, send, Sink, CLIENT_ID, CLIENT_SECRET, loggedText, assertNoSecret, runtimeSuite, freePort, until, delay } from '../harness';
@@ -156,7 +156,7 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
       // A second replica in this process, watching three tokens (a watch node elsewhere).
       const other = new Fleet({ url: redis.url, fleetKey, cycleMs: 150, leaseMs: 600 });
       fleets.push(other);
-      await other.ownership('watch-node', {}).watch(['RFID-1', 'RFID-2', 'RFID-3']);
+      await other.scope('watch-node', {}).add(['RFID-1', 'RFID-2', 'RFID-3']);
       await until(() => other.replicas().find((r) => r.id === other.replicaId)?.owned === 3 && other.replicas().some((r) => r.id === deployed.replicaId), 'both replicas live, the second owning 3 tokens', 10_000);
 
       const res = await test({ id: 'svc', clientSecret: '__PWRD__', coordination: '__PWRD__', fleetKey });

@@ -150,11 +150,11 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
     // Replica B: a Fleet in the test, on the watch node's scope (its id); it polls nothing, and commits what it "saw".
     const other = new Fleet({ url: redis.url, fleetKey, ...FLEET });
     const committed: string[] = [];
-    const ownB = other.ownership<SavedState>('w', {
+    const ownB = other.scope<SavedState>('w', {
       onChange: (c) => {
         for (const a of c.acquired) {
-          const tx = rt.sim.session(a.token)?.transactionId ?? null;
-          void ownB.commit(a.token, { transactionId: tx, meterEnd: null, session: null }).then((r) => r.ok && committed.push(a.token));
+          const tx = rt.sim.session(a.item)?.transactionId ?? null;
+          void ownB.commit(a.item, { transactionId: tx, meterEnd: null, session: null }).then((r) => r.ok && committed.push(a.item));
         }
       },
     });
@@ -203,7 +203,7 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
     const fleetKey = `rt-${process.pid}-${++n}`;
     // Replica B: a Fleet in the test on the watch node's scope; it holds leases and gets answers from the service.
     const other = new Fleet({ url: redis.url, fleetKey, ...FLEET });
-    const ownB = other.ownership<SavedState>('w');
+    const ownB = other.scope<SavedState>('w');
     const good = clientFor(rt.sim);
     const answers = setInterval(() => void good.getProgress('SD-B').then(() => other.reach.polled(null), () => undefined), 100);
     try {

@@ -40,16 +40,17 @@ export type ClaimRun<T> =
 export interface Claims {
   /**
    * Runs `work` here, or passes on the outcome of the replica that claimed
-   * the same key. `key`: any text naming the work (hashed before it reaches
-   * Redis). `unshared`: told when the work runs without a claim because
-   * Redis cannot be asked (never when alone). Throws what `work` throws.
+   * the same key. `key`: the parts that name the work (a command's action,
+   * token, location and connector; hashed before they reach Redis).
+   * `unshared`: told when the work runs without a claim because Redis cannot
+   * be asked (never when alone). Throws what `work` throws.
    */
-  run<T>(key: string, work: () => Promise<T>, policy: ClaimPolicy, unshared: (err: ChargingError) => void): Promise<ClaimRun<T>>;
+  run<T>(key: readonly string[], work: () => Promise<T>, policy: ClaimPolicy, unshared: (err: ChargingError) => void): Promise<ClaimRun<T>>;
 }
 
 /** A process alone: the work runs at once. */
 export const localClaims: Claims = {
-  async run<T>(_key: string, work: () => Promise<T>): Promise<ClaimRun<T>> {
+  async run<T>(_key: readonly string[], work: () => Promise<T>): Promise<ClaimRun<T>> {
     return { role: 'ran', shared: false, result: await work() };
   },
 };

@@ -1,14 +1,18 @@
 /**
  * The coordination of one fleet of replicas through Redis (docs/fleet.md):
  * what a configuration node opens when *Coordinate replicas* is set, and
- * closes with it. One connection, one replica id, one loop (every cycleMs:
- * the replica's heartbeat, then each watch scope's membership and leases),
- * and the pieces the client and the nodes plug in:
+ * closes with it. One connection (redis/), one replica id, and one loop:
+ * every cycleMs the replica's heartbeat (membership/), the comparison of its
+ * answers from the service with its peers' (service-reach.ts), then each
+ * hook registered with everyCycle (each lease scope's membership, leases and
+ * messages). No other timer runs in the fleet.
  *
+ * The pieces the client and the nodes plug in:
  * - tokens: SharedTokenStore, a source for TokenCache
  * - budget(limit): SharedRequestBudget, in front of RequestBudget
- * - commands: CommandDedup, around START and STOP
- * - ownership(scope): WatchOwnership, for a watch node's schedule
+ * - claims: RedisClaims, work done once per key (START and STOP among them)
+ * - leases: RedisLeaseScope per scope (a watch node's tokens, a control node's targets)
+ * - reach: ServiceReach, stand-down by comparison
  *
  * Health (up/down, once per change) comes from the connection. Nothing in
  * here throws to a caller that did not ask for an answer, and nothing is
@@ -17,20 +21,21 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
+import { monotonicNow } from '../clock';
 import type { FleetHooks } from '../client/fleet-hooks';
-import { FailureReporter, FleetConnection, MAX_RECONNECT_PAUSE_MS, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
-import { FleetKeys } from './keys';
-import { FLEET_HEARTBEAT } from './scripts';
-import { parseReplicaInfo, type ReplicaInfo } from './replica-info';
+import type { LeaseScopeOptions, Leases } from '../coordination/leases';
+import { FleetConnection, MAX_RECONNECT_PAUSE_MS, type FleetConnectionOptions } from './redis/connection';
+import { FailureReporter, type FleetHealth, type HealthListener } from './redis/health';
+import { FleetKeys } from './redis/keys';
+import { Membership } from './membership/membership';
+import type { ReplicaInfo } from './membership/replica-info';
+import { ServiceReach, type ServiceReachOptions } from './membership/service-reach';
+import { SharedTokenStore, type SharedTokenOptions } from './token/token-store';
+import { SharedRequestBudget } from './budget/budget';
+import { RedisClaims, type ClaimOptions } from './claims/claims';
+import { RedisLeaseScope } from './leases/lease-scope';
 
 export type { ReplicaInfo };
-import { SharedTokenStore, type SharedTokenOptions } from './token-store';
-import { SharedRequestBudget } from './budget';
-import { CommandDedup, type DedupOptions } from './dedup';
-import { WatchOwnership } from './ownership';
-import { ServiceReach, type ServiceReachOptions } from './service-reach';
-import { monotonicNow } from '../clock';
-import type { OwnershipOptions } from './ownership-types';
 
 export interface FleetOptions extends FleetConnectionOptions {
   /** from fleetKeyFor(): replicas with the same key coordinate */
@@ -39,10 +44,10 @@ export interface FleetOptions extends FleetConnectionOptions {
   replicaId?: string;
   /** period of the heartbeat and lease renewal (default 2 s) */
   cycleMs?: number;
-  /** lease time of a watched token and of a replica's membership (default 3 cycles) */
+  /** lease time of a held item and of a replica's membership (default 3 cycles) */
   leaseMs?: number;
   token?: SharedTokenOptions;
-  dedup?: DedupOptions;
+  claims?: ClaimOptions;
   /** stand-down by comparison with the peers (service-reach.ts) */
   reach?: Omit<ServiceReachOptions, 'now' | 'onChange'>;
   /** things a person should know that are not errors (a fallback taken) */
@@ -64,10 +69,13 @@ export class Fleet {
   readonly cycleMs: number;
   readonly leaseMs: number;
   readonly tokens: SharedTokenStore;
-  readonly commands: CommandDedup;
+  readonly claims: RedisClaims;
   /** whether this replica reaches the service where its peers do; its share is given away while not */
   readonly reach: ServiceReach;
-  private readonly scopes = new Map<string, WatchOwnership<unknown>>();
+  readonly leases: Leases;
+  private readonly scopes = new Map<string, RedisLeaseScope<unknown>>();
+  private readonly hooks = new Set<() => Promise<void>>();
+  private readonly membership: Membership;
   private readonly startedAt = Date.now();
   private live: ReplicaInfo[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -84,6 +92,7 @@ export class Fleet {
     if (!(this.leaseMs >= 2 * this.cycleMs)) throw new ChargingError('CONFIG', `Coordinate replicas: the lease time (${this.leaseMs} ms) must be at least two cycles (${2 * this.cycleMs} ms)`);
     this.connection = new FleetConnection({ ...options, name: options.name ?? `chargectl-${this.replicaId}`.replace(/[^\x21-\x7e]/g, '_') });
     this.failures = new FailureReporter(this.connection, options.onError);
+    this.membership = new Membership(this.connection, this.keys, this.replicaId, this.leaseMs);
     const ctx = { connection: this.connection, keys: this.keys, replicaId: this.replicaId, onWarning: options.onWarning };
     this.reach = new ServiceReach({
       // A probe at most every 2.5 cycles (5 s at the default cycle): each cycle reviews, and probes when one is due.
@@ -98,7 +107,8 @@ export class Fleet {
     });
     this.tokens = new SharedTokenStore(ctx, options.token);
     // A live claimer is back among the members within a lease, and after Redis lost its data within a reconnection and two cycles.
-    this.commands = new CommandDedup({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands }, options.dedup);
+    this.claims = new RedisClaims({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands }, options.claims);
+    this.leases = { lapses: true, open: (scope, opts) => this.scope(scope, opts) };
     // Connects in the background; the loop's first cycle waits for it (bounded) and retries every cycle.
     this.connection.open().catch(() => undefined);
     this.schedule(0);
@@ -115,25 +125,6 @@ export class Fleet {
   /** The fleet's request budget at this limit (requests per second for all replicas together). */
   budget(limit: number): SharedRequestBudget {
     return new SharedRequestBudget({ connection: this.connection, keys: this.keys, liveReplicas: () => this.live.length }, limit);
-  }
-
-  /** The ownership of a watch scope (a watch node; its id is the same on every replica). One per scope. */
-  ownership<S>(scope: string, options: OwnershipOptions<S> = {}): WatchOwnership<S> {
-    if (this.closing) throw new ChargingError('CLOSED', 'The coordination was closed');
-    if (this.scopes.has(scope)) throw new ChargingError('INTERNAL', `Watch scope ${scope} is open already`);
-    const own = new WatchOwnership<S>(scope, { connection: this.connection, replicaId: this.replicaId, leaseMs: this.leaseMs, cycleMs: this.cycleMs, kick: () => this.kick() }, this.keys.scope(scope), options);
-    this.scopes.set(scope, own as WatchOwnership<unknown>);
-    own.standDown(this.reach.standingDown);
-    this.kick();
-    return own;
-  }
-
-  /** Closes one scope: its leases are given back at once, so the others take over at their next cycle. */
-  async closeOwnership(scope: string): Promise<void> {
-    const own = this.scopes.get(scope);
-    if (!own) return;
-    this.scopes.delete(scope);
-    await own.close();
   }
 
   /**
@@ -154,7 +145,16 @@ export class Fleet {
     return this.live.map((r) => ({ ...r }));
   }
 
-  /** Runs a cycle soon (a change of a watch list), rather than at the next period. */
+  /**
+   * Runs `hook` at every cycle, after the heartbeat (a hook's failure is its
+   * own: it reports it). Returns the way to stop.
+   */
+  everyCycle(hook: () => Promise<void>): () => void {
+    this.hooks.add(hook);
+    return () => this.hooks.delete(hook);
+  }
+
+  /** Runs a cycle soon (a change of a list), rather than at the next period. */
   kick(): void {
     if (this.closing) return;
     if (this.running) this.again = true;
@@ -171,14 +171,42 @@ export class Fleet {
     return this.closing;
   }
 
+  /** The open scope of this name, if any (its replicas and holdings, for Test connection and tests). */
+  opened(scope: string): RedisLeaseScope<unknown> | undefined {
+    return this.scopes.get(scope);
+  }
+
+  /** A lease scope of this name (one per name): its cycle runs in the fleet's loop until it closes. */
+  scope<S>(scope: string, options: LeaseScopeOptions<S> = {}): RedisLeaseScope<S> {
+    if (this.closing) throw new ChargingError('CLOSED', 'The coordination was closed');
+    if (this.scopes.has(scope)) throw new ChargingError('INTERNAL', `Scope ${scope} is open already`);
+    let stop: () => void = () => undefined;
+    const ctx = {
+      connection: this.connection,
+      replicaId: this.replicaId,
+      leaseMs: this.leaseMs,
+      cycleMs: this.cycleMs,
+      kick: () => this.kick(),
+      forget: () => {
+        stop();
+        if (this.scopes.get(scope) === own) this.scopes.delete(scope);
+      },
+    };
+    const own: RedisLeaseScope<S> = new RedisLeaseScope<S>(scope, ctx, this.keys.scope(scope, options.inbox), options);
+    this.scopes.set(scope, own as RedisLeaseScope<unknown>);
+    stop = this.everyCycle(() => own.cycle());
+    own.standDown(this.reach.standingDown);
+    this.kick();
+    return own;
+  }
+
   private async shutdown(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running?.catch(() => undefined);
-    const scopes = [...this.scopes.values()];
-    this.scopes.clear();
-    for (const s of scopes) await s.close();
-    await this.connection.eval(FLEET_HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, '', '1']).catch(() => undefined);
+    for (const s of [...this.scopes.values()]) await s.close();
+    this.hooks.clear();
+    await this.membership.leave().catch(() => undefined);
     await this.connection.close();
   }
 
@@ -208,22 +236,19 @@ export class Fleet {
     } catch (err) {
       if (!this.closing) this.failures.failed(err, 'heartbeat');
     }
-    for (const s of [...this.scopes.values()]) {
+    for (const hook of [...this.hooks]) {
       if (this.closing) return;
-      await s.cycle();
+      await hook();
     }
   }
 
   private async heartbeat(): Promise<void> {
     let owned = 0;
     for (const s of this.scopes.values()) owned += s.owned().length;
-    const info = JSON.stringify({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned, reach: this.reach.published() });
     const sentAt = monotonicNow();
-    const res = (await this.connection.eval(FLEET_HEARTBEAT, [this.keys.replicas, this.keys.replicaInfo], [this.replicaId, this.leaseMs, info, '0'])) as unknown[];
-    const live: ReplicaInfo[] = [];
-    for (let i = 1; i + 1 < res.length; i += 2) live.push({ ...parseReplicaInfo(res[i + 1]), id: String(res[i]) });
+    const beat = await this.membership.beat({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned, reach: this.reach.published() });
     if (this.closing) return;
-    this.live = live;
-    this.reach.review(this.replicaId, live, { redisMs: Number(res[0]), sentAt });
+    this.live = beat.live;
+    this.reach.review(this.replicaId, beat.live, { redisMs: beat.redisMs, sentAt });
   }
 }

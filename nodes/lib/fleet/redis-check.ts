@@ -7,9 +7,9 @@
  * errors are redacted, and every message is redacted again.
  */
 import { ChargingError } from '../errors';
-import { FleetConnection, type FleetConnectionOptions } from './connection';
-import { FleetKeys } from './keys';
-import { parseReplicaInfo } from './replica-info';
+import { FleetConnection, type FleetConnectionOptions } from './redis/connection';
+import { FleetKeys } from './redis/keys';
+import { parseReplicaInfo } from './membership/replica-info';
 
 export interface ReplicaSeen {
   id: string;

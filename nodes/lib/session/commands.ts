@@ -1,3 +1,5 @@
+import type { ClaimPolicy } from '../coordination/claims';
+
 /** The command object of spec §2.1, as sent in the body of POST /poi/v1/charging-sessions. */
 export interface ChargingCommand {
   action: 'START' | 'STOP';
@@ -27,4 +29,23 @@ export function startCommand(f: StartFields): ChargingCommand {
 /** Spec §4.1: STOP sends the same fields as START plus the transactionId from the progress query. */
 export function stopCommand(f: StopFields): ChargingCommand {
   return { action: 'STOP', locationId: f.locationId, evseId: String(f.evseId), token: f.token, transactionId: f.transactionId };
+}
+
+/**
+ * The same START or STOP produced on several replicas (an inject on each) is
+ * sent once (docs/fleet.md, "Claims"): a command is "the same" when its
+ * action, token, location and connector are.
+ */
+export function commandClaimKey(cmd: ChargingCommand): string[] {
+  return [cmd.action, cmd.token, cmd.locationId, String(cmd.evseId)];
+}
+
+/**
+ * A command's claim outlives the whole operation (`longestMs`: the command,
+ * and the wait or *make sure it ends* that follows it), and the others wait as
+ * long for its outcome. A STOP whose claimer died is taken over by a replica
+ * that was given it too (twice is harmless, never is not); a START is not.
+ */
+export function commandClaimPolicy(cmd: ChargingCommand, longestMs: number): ClaimPolicy {
+  return { workMs: longestMs, takeOver: cmd.action === 'STOP' ? 'when-claimer-gone' : 'never' };
 }

@@ -29,8 +29,8 @@ import { parseRetryAfter } from '../../../nodes/lib/client/backoff';
 import { noProxyMatches, proxyChoice } from '../../../nodes/lib/client/proxy-env';
 import { isInvalidClient, parseTokenParams } from '../../../nodes/lib/client/token-endpoint';
 import { checkEndpointUrl, envReference, isLoopback, trimTrailingSlashes } from '../../../nodes/lib/settings';
-import { fleetKeyFor } from '../../../nodes/lib/fleet/keys';
-import { FleetConnection } from '../../../nodes/lib/fleet/connection';
+import { fleetKeyFor } from '../../../nodes/lib/fleet/redis/keys';
+import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { normaliseField } from '../../../nodes/lib/session/inputs';
 import { ChargingError } from '../../../nodes/lib/errors';
 

@@ -12,8 +12,8 @@ describe('claims: the local default', () => {
   it('runs the work at once, every time, and says it was not shared', async () => {
     let runs = 0;
     const policy = { workMs: 1_000, takeOver: 'never' as const };
-    const a = await localClaims.run('k', async () => ++runs, policy, () => assert.fail('never unshared alone'));
-    const b = await localClaims.run('k', async () => ++runs, policy, () => assert.fail('never unshared alone'));
+    const a = await localClaims.run(['k'], async () => ++runs, policy, () => assert.fail('never unshared alone'));
+    const b = await localClaims.run(['k'], async () => ++runs, policy, () => assert.fail('never unshared alone'));
     assert.deepEqual([a, b], [
       { role: 'ran', shared: false, result: 1 },
       { role: 'ran', shared: false, result: 2 },
@@ -21,7 +21,7 @@ describe('claims: the local default', () => {
   });
 
   it('passes the work\'s failure on as it is', async () => {
-    await assert.rejects(localClaims.run('k', () => Promise.reject(new Error('boom')), { workMs: 1_000, takeOver: 'never' }, () => undefined), /boom/);
+    await assert.rejects(localClaims.run(['k'], () => Promise.reject(new Error('boom')), { workMs: 1_000, takeOver: 'never' }, () => undefined), /boom/);
   });
 });
 
@@ -39,13 +39,13 @@ describe('claims: through Redis (real Redis)', function () {
       return { record: 'T-1' };
     };
     const policy = { workMs: 5_000, takeOver: 'never' as const };
-    const results = await Promise.all(replicas.map((f) => new RedisCoordination(f).claims.run('ledger:T-1:1', work, policy, () => assert.fail('Redis is up'))));
+    const results = await Promise.all(replicas.map((f) => new RedisCoordination(f).claims.run(['ledger', 'T-1', '1'], work, policy, () => assert.fail('Redis is up'))));
     assert.equal(runs, 1);
     const ran = results.filter((r) => r.role === 'ran');
     assert.equal(ran.length, 1);
     assert.ok(ran[0].role === 'ran' && ran[0].shared && replicas.some((f) => f.replicaId === (ran[0] as { by?: string }).by));
     for (const r of results.filter((x) => x.role !== 'ran')) assert.deepEqual(r.role === 'duplicate' && r.outcome, { ok: true, result: { record: 'T-1' } });
-    const other = await new RedisCoordination(replicas[0]).claims.run('ledger:T-2:1', work, policy, () => undefined);
+    const other = await new RedisCoordination(replicas[0]).claims.run(['ledger', 'T-2', '1'], work, policy, () => undefined);
     assert.equal(other.role, 'ran');
     assert.equal(runs, 2);
   });
@@ -56,12 +56,12 @@ describe('claims: through Redis (real Redis)', function () {
     await Promise.all([dead.connection.open(), live.connection.open()]);
     // The dead replica claims both keys and never finishes.
     const never = new Promise<never>(() => undefined);
-    for (const key of ['gone:a', 'gone:b']) void new RedisCoordination(dead).claims.run(key, () => never, { workMs: 20_000, takeOver: 'never' }, () => undefined);
+    for (const key of ['gone:a', 'gone:b']) void new RedisCoordination(dead).claims.run([key], () => never, { workMs: 20_000, takeOver: 'never' }, () => undefined);
     await sleep(200);
     await dead.close();
     let took: ClaimRun<string> | null = null;
-    const takeOver = new RedisCoordination(live).claims.run('gone:a', async () => 'here', { workMs: 8_000, takeOver: 'when-claimer-gone' }, () => undefined).then((r) => (took = r));
-    const leftAlone = await new RedisCoordination(live).claims.run('gone:b', async () => 'here', { workMs: 1_500, takeOver: 'never' }, () => undefined);
+    const takeOver = new RedisCoordination(live).claims.run(['gone:a'], async () => 'here', { workMs: 8_000, takeOver: 'when-claimer-gone' }, () => undefined).then((r) => (took = r));
+    const leftAlone = await new RedisCoordination(live).claims.run(['gone:b'], async () => 'here', { workMs: 1_500, takeOver: 'never' }, () => undefined);
     assert.equal(leftAlone.role, 'unknown', 'never taken over: the claim is waited out');
     await takeOver;
     assert.deepEqual(took, { role: 'ran', shared: true, result: 'here', by: live.replicaId });

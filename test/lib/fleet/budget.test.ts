@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { fleetSuite, sleep } from './fleet-fixture';
 import { until } from '../../harness';
 import { spawnReplica } from './replica-process';
-import type { SharedRequestBudget } from '../../../nodes/lib/fleet/budget';
+import type { SharedRequestBudget } from '../../../nodes/lib/fleet/budget/budget';
 
 /** The most grants in any closed 1 s window [t, t + 1 s]. */
 function busiestSecond(grantsUs: number[]): number {

@@ -5,9 +5,10 @@
  * told once per change when Redis stops and comes back.
  */
 import assert from 'node:assert/strict';
-import { FleetConnection, parseRedisUrl } from '../../../nodes/lib/fleet/connection';
-import { fleetKeyFor, FleetKeys } from '../../../nodes/lib/fleet/keys';
-import type { FleetHealth } from '../../../nodes/lib/fleet/connection';
+import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
+import { parseRedisUrl } from '../../../nodes/lib/fleet/redis/url';
+import { fleetKeyFor, FleetKeys } from '../../../nodes/lib/fleet/redis/keys';
+import type { FleetHealth } from '../../../nodes/lib/fleet/redis/health';
 import { ChargingError } from '../../../nodes/lib/errors';
 import { RedisServer, requireRedis } from '../../redis-server';
 import { testCerts } from '../client/tls-certs';
@@ -58,7 +59,7 @@ describe('fleet: Redis connection (real redis-server)', function () {
       assert.equal(fleetKeyFor(id, ' site-a '), 'site-a');
       assert.throws(() => fleetKeyFor(id, 'has{braces}'), (e: unknown) => e instanceof ChargingError && e.field === 'fleetKey');
       const keys = new FleetKeys(key);
-      const names = [keys.token('abc'), keys.tokenLock('abc'), keys.budget, keys.replicas, keys.replicaInfo, keys.command('abc'), keys.scope('n1').lease('RFID-1'), keys.scope('n1').state];
+      const names = [keys.token('abc'), keys.tokenLock('abc'), keys.budget, keys.replicas, keys.replicaInfo, keys.claim('abc'), keys.scope('n1').lease('RFID-1'), keys.scope('n1').state];
       for (const k of names) assert.ok(k.startsWith(`chargectl:{${key}}:`), k);
       assert.notEqual(keys.scope('n1').list, keys.scope('n2').list);
     });

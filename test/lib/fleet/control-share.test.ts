@@ -13,19 +13,22 @@ import type { ControlTarget } from '../../../nodes/lib/control/view';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
-import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
+import { openControlShare, type ControlShare } from '../../../nodes/lib/control/control-share';
+import { RedisCoordination } from '../../../nodes/lib/fleet/coordination';
 import type { NodeLifecycle } from '../../../nodes/common/node-lifecycle';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';
 import { controlSettings } from '../control/settings';
 
+/** With replicas the node's own store is not used: memory is committed through the leases. */
+const NO_LOCAL_STORE = { load: async () => [], save: async () => undefined, clear: async () => undefined };
 const SETTINGS = controlSettings({ guardMs: 60_000, checkMs: 300, confirmMs: 100, waitMs: 3_000 });
 const TARGET: ControlTarget = { locationId: 'LOC-C', evseId: '1', token: 'RFID-CTL' };
 
 interface Replica {
   fleet: Fleet;
-  link: FleetControlLink;
+  link: ControlShare;
   book: ControlBook;
   states: ControlSnapshot[];
   errors: string[];
@@ -53,7 +56,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     const fleet = suite.replica();
     const errors: string[] = [];
     const life = { warnOnce: (_k: string, t: string) => errors.push(t), report: (e: unknown) => errors.push(String(e)) } as unknown as NodeLifecycle;
-    const link = new FleetControlLink(fleet, 'control-node-1', life);
+    const link = openControlShare(new RedisCoordination(fleet).leases, 'control-node-1', life, NO_LOCAL_STORE);
     const states: ControlSnapshot[] = [];
     const deps: ControlDeps = {
       poll: (t) => client.getProgress(t.token).then((r) => r.record),
@@ -71,7 +74,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
       ...link.deps(),
     };
     const book = new ControlBook(SETTINGS, deps);
-    link.attach(book);
+    link.attach(book, { waitMs: 0 }, () => undefined);
     const r = { fleet, link, book, states, errors };
     replicas.push(r);
     return r;
@@ -82,7 +85,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a wish sent to every replica is one wish: one START, the state reported by the holder alone', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
     await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
     await new Promise((r) => setTimeout(r, 700)); // a few more checks on both
@@ -97,7 +100,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     // The target joins the fleet's list through one wish; then the other replica alone gets "on".
     // Both replicas in the scope first: the holder found below is then the one rendezvous hashing keeps.
     await rs[0].link.want(TARGET, false, {});
-    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2) && holder(rs).length === 1, 'both replicas in the scope, and a holder', 5_000);
+    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2) && holder(rs).length === 1, 'both replicas in the scope, and a holder', 5_000);
     const [h] = holder(rs);
     const [notHolder] = rs.filter((r) => r !== h);
     const reportedBefore = notHolder.states.length; // it may have held the target before the other joined
@@ -149,7 +152,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a hand-over never applies an applied wish again: {on, restart} and a session the driver ended at the station: no START', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
     await rs[0].link.want(TARGET, true, { restart: true });
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
     await atStation('STOP');
@@ -161,7 +164,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a hand-over never applies an applied wish again: {off, force} and a session started at the station later: no STOP', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.link.share.own.replicas().length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
     await rs[0].link.want(TARGET, false, { force: true });
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'idle')), 'idle', 8_000);
     await atStation('START');

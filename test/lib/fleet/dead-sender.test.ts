@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { startCommand, stopCommand } from '../../../nodes/lib/session/commands';
-import { fleetSuite } from './fleet-fixture';
+import { fleetSuite, runCommand, claimCommand } from './fleet-fixture';
 
 describe('fleet: a command claimed by a replica that died before sending it', function () {
   this.timeout(20_000);
@@ -21,13 +21,13 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     await dead.connection.open();
     await live.connection.open();
     const cmd = stopCommand({ locationId: 'L', evseId: '1', token: 'DEAD-1', transactionId: 'TX-DEAD-1' });
-    const claimed = await dead.commands.claim(cmd, 5_000);
+    const claimed = await claimCommand(dead, cmd, 5_000);
     assert.equal(claimed.role, 'sender');
     // It dies holding the claim: no publish; its membership lapses (close() is the quick way out of the fleet).
     await dead.close();
-    await new Promise((r) => setTimeout(r, Math.max(dead.commands.windowMs, dead.commands.takeOverAfterMs) + 300));
+    await new Promise((r) => setTimeout(r, Math.max(dead.claims.windowMs, dead.claims.takeOverAfterMs) + 300));
     let sent = 0;
-    const run = await live.commands.run(cmd, async () => ++sent, 5_000);
+    const run = await runCommand(live, cmd, async () => ++sent, 5_000);
     assert.equal(run.role, 'sent', `a STOP asked for again is sent, got ${JSON.stringify(run)}`);
     assert.equal(sent, 1);
   });
@@ -39,10 +39,10 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     await b.connection.open();
     await suite.redis.admin().flushall(); // the members are gone until the next heartbeats
     const cmd = stopCommand({ locationId: 'L', evseId: '2', token: 'LOSS-STOP', transactionId: 'TX-LOSS-STOP' });
-    const claimed = await a.commands.claim(cmd, 5_000);
+    const claimed = await claimCommand(a, cmd, 5_000);
     assert.equal(claimed.role, 'sender');
     let sent = 0;
-    const other = b.commands.run(cmd, async () => ++sent, 2_000);
+    const other = runCommand(b, cmd, async () => ++sent, 2_000);
     await new Promise((r) => setTimeout(r, 300));
     if (claimed.role === 'sender') await claimed.publish({ ok: true, result: 1 });
     const run = await other;
@@ -56,12 +56,12 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     await Promise.all([dead, ...live].map((f) => f.connection.open()));
     const stop = stopCommand({ locationId: 'L', evseId: '3', token: 'DEAD-WAIT', transactionId: 'TX-DEAD-WAIT' });
     const start = startCommand({ locationId: 'L', evseId: '4', token: 'DEAD-WAIT-S' });
-    assert.equal((await dead.commands.claim(stop, 5_000)).role, 'sender');
-    assert.equal((await dead.commands.claim(start, 5_000)).role, 'sender');
+    assert.equal((await claimCommand(dead, stop, 5_000)).role, 'sender');
+    assert.equal((await claimCommand(dead, start, 5_000)).role, 'sender');
     let stops = 0;
     let starts = 0;
-    const waiting = live.map((f) => f.commands.run(stop, async () => ++stops, 5_000));
-    const waitingStart = live.map((f) => f.commands.run(start, async () => ++starts, 2_000));
+    const waiting = live.map((f) => runCommand(f, stop, async () => ++stops, 5_000));
+    const waitingStart = live.map((f) => runCommand(f, start, async () => ++starts, 2_000));
     await new Promise((r) => setTimeout(r, 100));
     await dead.close(); // dies holding both claims, without an outcome
     const runs = await Promise.all(waiting);
@@ -77,13 +77,13 @@ describe('fleet: a command claimed by a replica that died before sending it', fu
     const waiting = suite.replica();
     await Promise.all([claimer, waiting].map((f) => f.connection.open()));
     const stop = stopCommand({ locationId: 'L', evseId: '5', token: 'PAUSED', transactionId: 'TX-PAUSED' });
-    const claimed = await claimer.commands.claim(stop, 5_000);
+    const claimed = await claimCommand(claimer, stop, 5_000);
     assert.equal(claimed.role, 'sender');
     let sent = 0;
-    const other = waiting.commands.run(stop, async () => ++sent, 10_000);
+    const other = runCommand(waiting, stop, async () => ++sent, 10_000);
     // The claim old enough to be taken over; then its claimer missing from the members for 600 ms (as right after a
     // write pause, until its next heartbeat), far shorter than the takeover age.
-    await new Promise((r) => setTimeout(r, claimer.commands.takeOverAfterMs + 200));
+    await new Promise((r) => setTimeout(r, claimer.claims.takeOverAfterMs + 200));
     const admin = suite.redis.admin();
     for (let end = performance.now() + 600; performance.now() < end; ) {
       await admin.zrem(claimer.keys.replicas, claimer.replicaId);

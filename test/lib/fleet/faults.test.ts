@@ -12,7 +12,7 @@ import { startCommand, stopCommand } from '../../../nodes/lib/session/commands';
 import { SessionWatcher, type SavedState, type WatchEvent } from '../../../nodes/lib/session/watcher';
 import { clientFor, startSimulator, until } from '../../harness';
 import { pauseWrites, RedisNemesis } from '../../redis-nemesis';
-import { fleetSuite, sleep } from './fleet-fixture';
+import { fleetSuite, sleep, runCommand } from './fleet-fixture';
 
 describe('fleet: lost replies and write pauses (real Redis through a nemesis, simulator)', function () {
   this.timeout(20_000);
@@ -45,13 +45,13 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
     await Promise.all([a.connection.open(), b.connection.open()]);
     const c = client();
     nemesis.withhold();
-    const first = a.commands.run(cmd, () => c.sendCommand(cmd), 3_000);
+    const first = runCommand(a, cmd, () => c.sendCommand(cmd), 3_000);
     await sleep(150);
     nemesis.heal();
     const res = await first;
     assert.equal(res.role, 'sent', JSON.stringify(res));
     // Another replica producing the same command now gets the sender's outcome.
-    const dup = await b.commands.run(cmd, () => c.sendCommand(cmd), 3_000);
+    const dup = await runCommand(b, cmd, () => c.sendCommand(cmd), 3_000);
     assert.equal(dup.role, 'duplicate');
     assert.equal(sim.counters.startArrivals, 1, 'one START at the service');
   });
@@ -61,7 +61,7 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
     const rs = [suite.replica(), suite.replica(), suite.replica()];
     await Promise.all(rs.map((f) => f.connection.open()));
     await pauseWrites(suite.redis.url, 1_000); // longer than the command timeout (400 ms)
-    const results = await Promise.allSettled(rs.map((f) => f.commands.run(cmd, () => client().sendCommand(cmd), 5_000)));
+    const results = await Promise.allSettled(rs.map((f) => runCommand(f, cmd, () => client().sendCommand(cmd), 5_000)));
     const roles = results.map((r) => (r.status === 'fulfilled' ? r.value.role : `error: ${(r.reason as Error).message}`));
     assert.equal(sim.counters.startArrivals, 1, `one START; ${roles.join(', ')}`);
     assert.deepEqual(roles.sort(), ['duplicate', 'duplicate', 'sent']);
@@ -69,13 +69,13 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
 
   it('a claim held up by a fault past the duplicate window still gets the outcome of the send it raced with', async () => {
     const cmd = startCommand({ locationId: 'LOC-1', evseId: '3', token: 'RFID-LATE' });
-    const a = suite.replica({ dedup: { windowMs: 200 } });
-    const b = suite.replica({ url: nemesis.urlFor(suite.redis.url), dedup: { windowMs: 200 } });
+    const a = suite.replica({ claims: { windowMs: 200 } });
+    const b = suite.replica({ url: nemesis.urlFor(suite.redis.url), claims: { windowMs: 200 } });
     await Promise.all([a.connection.open(), b.connection.open()]);
     nemesis.blackhole();
-    const late = b.commands.run(cmd, () => client().sendCommand(cmd), 5_000);
+    const late = runCommand(b, cmd, () => client().sendCommand(cmd), 5_000);
     await sleep(50);
-    assert.equal((await a.commands.run(cmd, () => client().sendCommand(cmd), 5_000)).role, 'sent');
+    assert.equal((await runCommand(a, cmd, () => client().sendCommand(cmd), 5_000)).role, 'sent');
     await sleep(600); // three windows
     nemesis.heal();
     const res = await late;
@@ -88,22 +88,22 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
     const fleet = viaNemesis();
     const events: WatchEvent[] = [];
     let watcher: SessionWatcher | null = null;
-    const own = fleet.ownership<SavedState>('w', {
+    const own = fleet.scope<SavedState>('w', {
       onChange: (ch) => {
-        if (ch.released.length > 0) watcher?.unwatch(ch.released.map((r) => r.token));
-        if (ch.acquired.length > 0) watcher?.watch(ch.acquired.map((x) => x.token), (t) => ch.acquired.find((x) => x.token === t)?.saved?.state ?? undefined);
+        if (ch.released.length > 0) watcher?.unwatch(ch.released.map((r) => r.item));
+        if (ch.acquired.length > 0) watcher?.watch(ch.acquired.map((x) => x.item), (t) => ch.acquired.find((x) => x.item === t)?.saved?.state ?? undefined);
       },
     });
     const commit = (t: string, s: SavedState | null) => own.commit(t, s).then((r) => r.ok);
     const poller = client();
     watcher = new SessionWatcher(
       (t) => poller.getProgress(t).then((r) => r.record),
-      { intervalMs: 200, confirmEndMs: 50, mayPoll: (t) => own.mayPoll(t), commit: wrap ? wrap(commit, () => watcher as SessionWatcher) : commit },
+      { intervalMs: 200, confirmEndMs: 50, mayPoll: (t) => own.holds(t), commit: wrap ? wrap(commit, () => watcher as SessionWatcher) : commit },
       (e) => events.push(e),
       () => undefined,
     );
     watchers.push(watcher);
-    await own.watch([token]);
+    await own.add([token]);
     return { fleet, own, events, kinds: () => events.filter((e) => e.token === token).map((e) => e.event) };
   }
 

@@ -13,11 +13,12 @@ import type { ControlDeps, ControlSnapshot } from '../../../nodes/lib/control/co
 import { emptyMemory, type ControlSettings } from '../../../nodes/lib/control/memory';
 import type { ControlTarget } from '../../../nodes/lib/control/view';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
-import { fenceInherited } from '../../../nodes/lib/fleet/control-share';
+
 import { DEFAULT_RETRY } from '../../../nodes/lib/client/request';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
 import { monotonicNow } from '../../../nodes/lib/clock';
-import { FleetControlLink } from '../../../nodes/lib/fleet/control-link';
+import { fenceInherited, openControlShare, type ControlShare } from '../../../nodes/lib/control/control-share';
+import { RedisCoordination } from '../../../nodes/lib/fleet/coordination';
 import type { NodeLifecycle } from '../../../nodes/common/node-lifecycle';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
@@ -25,6 +26,8 @@ import { RedisNemesis } from '../../redis-nemesis';
 import { fleetSuite } from './fleet-fixture';
 import { controlSettings } from '../control/settings';
 
+/** With replicas the node's own store is not used: memory is committed through the leases. */
+const NO_LOCAL_STORE = { load: async () => [], save: async () => undefined, clear: async () => undefined };
 const SETTINGS = controlSettings({ guardMs: 0, checkMs: 300, confirmMs: 100 });
 const TARGET: ControlTarget = { locationId: 'LOC-F', evseId: '1', token: 'RFID-FENCE' };
 const KEY = JSON.stringify([TARGET.locationId, TARGET.evseId, TARGET.token]);
@@ -34,7 +37,7 @@ const SLOW_RATE = 0.4;
 
 interface Replica {
   fleet: Fleet;
-  link: FleetControlLink;
+  link: ControlShare;
   book: ControlBook;
   states: ControlSnapshot[];
   errors: string[];
@@ -66,7 +69,7 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
     clients.push(client);
     const errors: string[] = [];
     const life = { warnOnce: (_k: string, t: string) => errors.push(t), report: (e: unknown) => errors.push(String(e)) } as unknown as NodeLifecycle;
-    const link = new FleetControlLink(fleet, SCOPE, life);
+    const link = openControlShare(new RedisCoordination(fleet).leases, SCOPE, life, NO_LOCAL_STORE);
     const states: ControlSnapshot[] = [];
     const deps: ControlDeps = {
       poll: (t) => client.getProgress(t.token).then((r) => r.record),
@@ -84,7 +87,7 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
       ...link.deps(),
     };
     const book = new ControlBook(settings, deps);
-    link.attach(book, settings);
+    link.attach(book, settings, () => undefined);
     const r = { fleet, link, book, states, errors };
     replicas.push(r);
     return r;
@@ -117,7 +120,7 @@ describe('charging-control across replicas: the fence on commands (real Redis, s
 
   it('a holder whose lease lapsed while its START waited in the client does not send it once another replica holds the target', async () => {
     const { old, queuedAt } = await lapseWithStartQueued(SETTINGS);
-    assert.equal(old.link.share.holds(KEY), false, 'the old holder knows its lease lapsed');
+    assert.equal(old.fleet.opened(`control:${SCOPE}`)?.holds(KEY), false, 'the old holder knows its lease lapsed');
     // The old START's place in the budget came 1/rate after the query; a little longer for a loaded machine.
     await sleep(Math.max(0, queuedAt + 1000 / SLOW_RATE + 1000 - monotonicNow()));
     assert.equal(posts('START'), 0, 'no START from the replica that lost its lease');

@@ -6,6 +6,10 @@
  */
 import axios from 'axios';
 import { Fleet, type FleetOptions } from '../../../nodes/lib/fleet/fleet';
+import type { Claim } from '../../../nodes/lib/fleet/claims/claims';
+import type { ClaimOutcome } from '../../../nodes/lib/coordination/claims';
+import type { ChargingError } from '../../../nodes/lib/errors';
+import { commandClaimKey, commandClaimPolicy, type ChargingCommand } from '../../../nodes/lib/session/commands';
 import { tokenEndpoint, basicCredentials } from '../../../nodes/lib/client/token-endpoint';
 import type { TokenResponse } from '../../../nodes/lib/client/token-cache';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
@@ -107,12 +111,12 @@ export async function eventually(cond: () => Promise<boolean>, what: string, tim
 }
 
 /** Samples every 10 ms which replicas may poll each token; remembers the worst moment. */
-export function ownershipSampler(replicas: () => Array<{ own: { mayPoll(token: string): boolean } }>, tokens: string[]) {
+export function ownershipSampler(replicas: () => Array<{ own: { holds(item: string): boolean } }>, tokens: string[]) {
   let worst = 0;
   let worstToken = '';
   const timer = setInterval(() => {
     for (const t of tokens) {
-      const n = replicas().filter((r) => r.own.mayPoll(t)).length;
+      const n = replicas().filter((r) => r.own.holds(t)).length;
       if (n > worst) [worst, worstToken] = [n, t];
     }
   }, 10);
@@ -122,4 +126,35 @@ export function ownershipSampler(replicas: () => Array<{ own: { mayPoll(token: s
       return { owners: worst, token: worstToken };
     },
   };
+}
+
+/** What a START or STOP run through the fleet's claims came to, in the words the command tests use. */
+export type CommandRun<T> =
+  | { role: 'sent'; deduplicated: boolean; result: T }
+  | { role: 'duplicate'; from: string; outcome: ClaimOutcome<T> }
+  | { role: 'unknown'; from: string | null; reason: 'timeout' | 'sender-gone' | 'redis-unavailable'; message: string };
+
+/** A command through the fleet's claims as send-once runs it (its key and policy): `waitMs` the longest operation. */
+export async function runCommand<T>(f: Fleet, cmd: ChargingCommand | FleetCommand, send: () => Promise<T>, waitMs: number, unshared: (err: ChargingError) => void = () => undefined): Promise<CommandRun<T>> {
+  const c = asCommand(cmd);
+  const run = await f.claims.run(commandClaimKey(c), send, commandClaimPolicy(c, waitMs), unshared);
+  return run.role === 'ran' ? { role: 'sent', deduplicated: run.shared, result: run.result } : run;
+}
+
+/** A command's claim alone (the sender then publishes, or does not: a replica that died). */
+export function claimCommand<T>(f: Fleet, cmd: ChargingCommand | FleetCommand, waitMs: number): Promise<Claim<T>> {
+  const c = asCommand(cmd);
+  return f.claims.claim<T>(commandClaimKey(c), { takeOver: c.action === 'STOP', waitMs });
+}
+
+/** The four fields that make a command "the same". */
+export interface FleetCommand {
+  action: 'START' | 'STOP';
+  token: string;
+  locationId: string;
+  evseId: string | number;
+}
+
+function asCommand(cmd: ChargingCommand | FleetCommand): ChargingCommand {
+  return { ...cmd, evseId: String(cmd.evseId) };
 }

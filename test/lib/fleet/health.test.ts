@@ -10,7 +10,7 @@ import { startCommand } from '../../../nodes/lib/session/commands';
 import { monotonicNow } from '../../../nodes/lib/clock';
 import { until } from '../../harness';
 import { RedisNemesis } from '../../redis-nemesis';
-import { fleetSuite, sleep, FAST } from './fleet-fixture';
+import { fleetSuite, sleep, FAST, claimCommand } from './fleet-fixture';
 
 describe('fleet: Redis known down is skipped at once; a silent partition is found (real Redis)', function () {
   this.timeout(20_000);
@@ -25,7 +25,7 @@ describe('fleet: Redis known down is skipped at once; a silent partition is foun
   });
 
   it('a frozen Redis: once health is down, budget takes and claims fall back without waiting for Redis', async () => {
-    const a = suite.replica({ dedup: { readBackMs: 300 } });
+    const a = suite.replica({ claims: { readBackMs: 300 } });
     await a.connection.open();
     const budget = a.budget(5);
     assert.equal((await budget.take(0)).kind, 'go');
@@ -35,7 +35,7 @@ describe('fleet: Redis known down is skipped at once; a silent partition is foun
     const t0 = monotonicNow();
     const takes = [];
     for (let i = 0; i < 5; i++) takes.push(await budget.take(1_000));
-    const claim = await a.commands.claim(startCommand({ locationId: 'L', evseId: '1', token: 'RFID-DOWN' }), 5_000);
+    const claim = await claimCommand(a, startCommand({ locationId: 'L', evseId: '1', token: 'RFID-DOWN' }), 5_000);
     const spent = monotonicNow() - t0;
     assert.deepEqual(takes.map((t) => t.kind), ['unavailable', 'unavailable', 'unavailable', 'unavailable', 'unavailable']);
     assert.equal(claim.role, 'unavailable');

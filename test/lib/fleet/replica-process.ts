@@ -48,8 +48,8 @@ async function budget(task: Extract<ReplicaTask, { mode: 'budget' }>): Promise<v
 function watch(task: Extract<ReplicaTask, { mode: 'watch' }>): void {
   const fleet = new Fleet({ url: task.url, fleetKey: task.fleetKey, cycleMs: task.cycleMs, leaseMs: task.leaseMs, commandTimeoutMs: 400 });
   const report = () => process.send?.({ id: fleet.replicaId, owned: own.owned() } satisfies OwnedReport);
-  const own = fleet.ownership<unknown>(task.scope, { onChange: report });
-  own.watch(task.tokens).then(report, (err: Error) => process.send?.({ error: err.message }));
+  const own = fleet.scope<unknown>(task.scope, { onChange: report });
+  own.add(task.tokens).then(report, (err: Error) => process.send?.({ error: err.message }));
   process.on('disconnect', () => process.exit(0));
 }
 

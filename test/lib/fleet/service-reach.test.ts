@@ -10,11 +10,11 @@ import assert from 'node:assert/strict';
 import type { ChargingServiceSimulator } from '../../../simulator/simulator';
 import { ChargingError } from '../../../nodes/lib/errors';
 import type { ServiceClient } from '../../../nodes/lib/client/service-client';
-import { missedService } from '../../../nodes/lib/fleet/service-reach';
+import { missedService } from '../../../nodes/lib/fleet/membership/service-reach';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
 import { startCommand } from '../../../nodes/lib/session/commands';
 import { clientFor, startSimulator, until } from '../../harness';
-import { fleetSuite, sleep } from './fleet-fixture';
+import { fleetSuite, sleep, runCommand } from './fleet-fixture';
 
 const TOKENS = Array.from({ length: 20 }, (_, i) => `RFID-SD-${i}`);
 
@@ -64,11 +64,11 @@ describe('fleet: a replica that misses the service where its peers get it stands
     }
   }
 
-  async function twoWatching(): Promise<[Fleet, Fleet, ReturnType<Fleet['ownership']>, ReturnType<Fleet['ownership']>]> {
+  async function twoWatching(): Promise<[Fleet, Fleet, ReturnType<Fleet['scope']>, ReturnType<Fleet['scope']>]> {
     const [a, b] = [suite.replica(), suite.replica()];
-    const ownA = a.ownership<unknown>('w');
-    const ownB = b.ownership<unknown>('w');
-    await ownA.watch(TOKENS);
+    const ownA = a.scope<unknown>('w');
+    const ownB = b.scope<unknown>('w');
+    await ownA.add(TOKENS);
     await until(() => ownA.owned().length > 0 && ownB.owned().length > 0 && ownA.owned().length + ownB.owned().length === TOKENS.length, 'both own a share', 8_000);
     return [a, b, ownA, ownB];
   }
@@ -119,8 +119,8 @@ describe('fleet: a replica that misses the service where its peers get it stands
 
   it('the only replica never stands down', async () => {
     const a = suite.replica();
-    const own = a.ownership<unknown>('w');
-    await own.watch(TOKENS);
+    const own = a.scope<unknown>('w');
+    await own.add(TOKENS);
     await until(() => own.owned().length === TOKENS.length, 'it owns every token', 8_000);
     for (let i = 0; i < 5; i++) await poll(a, bad);
     await sleep(600);
@@ -136,9 +136,9 @@ describe('fleet: a replica that misses the service where its peers get it stands
     await until(() => a.reach.deferCommands, 'a sees a healthy peer', 3_000);
     const cmd = startCommand({ locationId: 'LOC-1', evseId: '1', token: 'RFID-DEFER' });
     // The unreachable replica gets the command first; the healthy one 200 ms later.
-    const fromA = a.commands.run(cmd, () => bad.sendCommand(cmd), 10_000);
+    const fromA = runCommand(a, cmd, () => bad.sendCommand(cmd), 10_000);
     await sleep(200);
-    const fromB = b.commands.run(cmd, () => good.sendCommand(cmd), 10_000);
+    const fromB = runCommand(b, cmd, () => good.sendCommand(cmd), 10_000);
     const [ra, rb] = await Promise.all([fromA, fromB]);
     assert.equal(rb.role, 'sent');
     assert.ok(ra.role === 'duplicate' && ra.outcome.ok && ra.from === b.replicaId, JSON.stringify(ra));

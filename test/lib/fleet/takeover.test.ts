@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { ChildProcess } from 'node:child_process';
 import type { Fleet } from '../../../nodes/lib/fleet/fleet';
-import type { FleetHealth } from '../../../nodes/lib/fleet/connection';
-import type { WatchOwnership } from '../../../nodes/lib/fleet/ownership';
-import type { OwnershipChange } from '../../../nodes/lib/fleet/ownership-types';
+import type { FleetHealth } from '../../../nodes/lib/fleet/redis/health';
+import type { RedisLeaseScope } from '../../../nodes/lib/fleet/leases/lease-scope';
+import type { LeaseChange } from '../../../nodes/lib/coordination/leases';
 import { freePort, until } from '../../harness';
-import { fleetSuite, ownershipSampler, sleep, FAST } from './fleet-fixture';
+import { fleetSuite, ownershipSampler, sleep, FAST, claimCommand } from './fleet-fixture';
 import { spawnReplica, type OwnedReport } from './replica-process';
 
 const TOKENS = Array.from({ length: 90 }, (_, i) => `RFID-T${i}`);
@@ -51,8 +51,8 @@ class CuttableRelay {
 
 interface Replica {
   fleet: Fleet;
-  own: WatchOwnership<unknown>;
-  changes: OwnershipChange<unknown>[];
+  own: RedisLeaseScope<unknown>;
+  changes: LeaseChange<unknown>[];
   health: FleetHealth[];
 }
 
@@ -63,8 +63,8 @@ describe('fleet: losing a replica or Redis (real Redis, real processes)', functi
 
   function replica(url = suite.redis.url): Replica {
     const fleet = suite.replica({ url });
-    const r: Replica = { fleet, own: null as unknown as WatchOwnership<unknown>, changes: [], health: [] };
-    r.own = fleet.ownership(SCOPE, { onChange: (c) => r.changes.push(c) });
+    const r: Replica = { fleet, own: null as unknown as RedisLeaseScope<unknown>, changes: [], health: [] };
+    r.own = fleet.scope(SCOPE, { onChange: (c) => r.changes.push(c) });
     fleet.onHealth((h) => r.health.push(h));
     return r;
   }
@@ -105,14 +105,14 @@ describe('fleet: losing a replica or Redis (real Redis, real processes)', functi
     const rs = [cutOff, replica(), replica()];
     const sampler = ownershipSampler(() => rs, TOKENS);
     try {
-      await cutOff.own.watch(TOKENS);
+      await cutOff.own.add(TOKENS);
       await until(() => settled(rs, TOKENS), 'three replicas own every token once', 8_000);
       await relay.cut();
       await until(() => cutOff.own.owned().length === 0 && settled(rs.slice(1), TOKENS), 'the two others own every token', 8_000);
       const lost = cutOff.changes.flatMap((c) => c.released);
       assert.ok(lost.length > 0 && lost.every((r) => r.reason === 'lease-lost' && /^lease lost at \d{4}-\d\d-\d\dT/.test(r.message)), JSON.stringify(lost[0]));
       assert.equal(cutOff.health.filter((h) => !h.up).length, 1, 'down told once');
-      const res = await cutOff.own.commit(lost[0].token, { n: 1 });
+      const res = await cutOff.own.commit(lost[0].item, { n: 1 });
       assert.equal(res.ok, false, 'no commit, so no event, from a replica that lost its lease');
       await relay.up();
       await until(() => settled(rs, TOKENS), 'three replicas again', 10_000);
@@ -131,16 +131,16 @@ describe('fleet: losing a replica or Redis (real Redis, real processes)', functi
     const rs = [replica(), replica(), replica()];
     const sampler = ownershipSampler(() => rs, TOKENS);
     try {
-      await rs[0].own.watch(TOKENS);
+      await rs[0].own.add(TOKENS);
       await until(() => settled(rs, TOKENS), 'owned', 8_000);
       await suite.redis.stop();
       await until(() => rs.every((r) => r.own.owned().length === 0), 'every lease lapsed', FAST.leaseMs + 3_000);
       // Everything the nodes would do meanwhile answers, without throwing.
       const token = TOKENS[0];
       assert.equal((await rs[0].own.commit(token, { n: 1 })).ok, false);
-      assert.equal((await rs[0].fleet.commands.claim({ action: 'STOP', token, locationId: 'L', evseId: '1' }, 100)).role, 'unavailable');
+      assert.equal((await claimCommand(rs[0].fleet, { action: 'STOP', token, locationId: 'L', evseId: '1' }, 100)).role, 'unavailable');
       assert.equal((await rs[0].fleet.budget(5).tryTake()).kind, 'unavailable');
-      await assert.rejects(rs[0].own.watch(['RFID-NEW']), (e: Error) => /Redis/.test(e.message));
+      await assert.rejects(rs[0].own.add(['RFID-NEW']), (e: Error) => /Redis/.test(e.message));
       await sleep(300);
       await suite.redis.start();
       await until(() => settled(rs, TOKENS), 'owned again', 10_000);

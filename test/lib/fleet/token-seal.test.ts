@@ -5,7 +5,7 @@
  * token" (null), never as a token.
  */
 import assert from 'node:assert/strict';
-import { TokenSeal } from '../../../nodes/lib/fleet/token-seal';
+import { TokenSeal } from '../../../nodes/lib/fleet/token/token-seal';
 import { CLIENT_ID, CLIENT_SECRET } from '../../harness';
 
 const IDENTITY = { tokenUrl: 'https://auth.example/v1/token', clientId: CLIENT_ID, clientSecret: CLIENT_SECRET, scope: '', tokenParams: [] };

@@ -13,8 +13,8 @@
  * script may touch several of them.
  */
 import { createHash } from 'node:crypto';
-import { ChargingError } from '../errors';
-import { trimTrailingSlashes } from '../settings';
+import { ChargingError } from '../../errors';
+import { trimTrailingSlashes } from '../../settings';
 
 /** A fleet key given by the user: short, printable, no braces (they would break the hash tag). */
 export const FLEET_KEY_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -81,26 +81,27 @@ export class FleetKeys {
     return `${this.prefix}replicas:info`;
   }
 
-  /** a START/STOP being sent, then its outcome: one key per command (action, token, location, connector) */
-  command(digest: string): string {
+  /**
+   * Work done once by the fleet (claims): its claim, then its outcome.
+   * `digest`: digestOf the caller's key parts. Named `cmd:` as when only
+   * START and STOP were claimed, so that replicas of both versions claim a
+   * command under the same key.
+   */
+  claim(digest: string): string {
     return `${this.prefix}cmd:${digest}`;
   }
 
-  /** any other work done once by the fleet (claims): its claim, then its outcome; `digest`: digestOf the caller's key */
-  claim(digest: string): string {
-    return `${this.prefix}claim:${digest}`;
-  }
-
-  /** charging-control's wishes of one node (scope): hash target key -> "<seq>:<JSON>", and "#seq" (the counter) */
-  controlWishes(scope: string): string {
-    return `${this.prefix}c:${digestOf(['control', scope]).slice(0, 16)}:wish`;
-  }
-
-  /** the keys of one watch scope (a watch node: the same id on every replica) */
-  scope(scope: string): ScopeKeys {
+  /**
+   * The keys of one lease scope (the same name on every replica); `inbox`:
+   * the name of its messages, if it takes any (a control node's wishes: the
+   * key they had before they were a scope's messages, so that replicas of
+   * both versions read the same wishes).
+   */
+  scope(scope: string, inbox?: string): ScopeKeys {
     const id = digestOf(['scope', scope]).slice(0, 16);
     const p = `${this.prefix}w:${id}:`;
     return {
+      inbox: inbox === undefined ? '' : `${this.prefix}c:${digestOf(['control', inbox]).slice(0, 16)}:wish`,
       list: `${p}list`,
       version: `${p}ver`,
       epoch: `${p}epoch`,
@@ -114,7 +115,9 @@ export class FleetKeys {
 }
 
 export interface ScopeKeys {
-  /** the watched tokens (set) */
+  /** messages for the items' holders: hash item -> "<seq>:<text>", and "#seq" (the counter); '' when the scope takes none */
+  inbox: string;
+  /** the scope's items (set) */
   list: string;
   /** bumped at every change of the list, so that replicas read the list only when it changed */
   version: string;
@@ -126,8 +129,8 @@ export interface ScopeKeys {
   restores: string;
   /** replicas running this scope: sorted set as `replicas` */
   members: string;
-  /** each token's last reported state: hash token -> "<rev>:<JSON>" */
+  /** each item's last committed state: hash item -> state-codec.ts's "<rev>:<ids>:<JSON>" */
   state: string;
-  /** who polls a token: value = replica id, with a TTL */
-  lease(token: string): string;
+  /** who holds an item: value = replica id, with a TTL */
+  lease(item: string): string;
 }

@@ -29,8 +29,8 @@
  *   before they claim (`deferCommands`), so that a healthy peer given the
  *   same command claims it first; when none does, this replica sends it.
  */
-import type { ServiceReachShare } from '../coordination/reach';
-import type { ChargingError } from '../errors';
+import type { ServiceReachShare } from '../../coordination/reach';
+import type { ChargingError } from '../../errors';
 import type { ReplicaInfo } from './replica-info';
 
 /** What a replica publishes of its queries: failed in a row, and ms since its last answer (null: none yet). */

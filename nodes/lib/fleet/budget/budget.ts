@@ -16,11 +16,30 @@
  * at once, without asking it): `unavailable`; the caller falls back to the local budget at fallbackRate(), the limit shared
  * among the replicas last seen alive.
  */
-import type { ChargingError } from '../errors';
-import type { FleetConnection } from './connection';
-import type { FleetKeys } from './keys';
-import { BUDGET_TAKE } from './scripts';
-import { DownTimer } from './down-timer';
+import type { ChargingError } from '../../errors';
+import type { FleetConnection } from '../redis/connection';
+import type { FleetKeys } from '../redis/keys';
+import { Script } from '../redis/script';
+
+/**
+ * One start from the fleet's budget: starts are spaced at least `spacingUs`
+ * apart on Redis's clock, so any 1 s window holds at most rate + 1 of them,
+ * whatever the number of replicas. The next free start is reserved for the
+ * caller if it is at most `maxWaitUs` away (first come, first served across
+ * replicas: none of them starves). Returns {1, start µs, µs until it}
+ * (reserved) or {0, µs until the next free start} (nothing reserved).
+ */
+export const BUDGET_TAKE = new Script({
+  name: 'budgetTake',
+  keys: ['budget'],
+  args: ['spacingUs', 'keepMs', 'maxWaitUs'],
+  clock: true,
+  lua: `
+local at = math.max(tonumber(redis.call('GET', K.budget) or '0'), nowUs)
+if at - nowUs > tonumber(A.maxWaitUs) then return { 0, at - nowUs } end
+redis.call('SET', K.budget, string.format('%.0f', at + tonumber(A.spacingUs)), 'PX', A.keepMs)
+return { 1, at, at - nowUs }`,
+});
 
 export type BudgetTake =
   /** start after delayMs (0: now); `atUs`: the start reserved, on Redis's clock (µs since the epoch) */
@@ -38,15 +57,11 @@ export interface BudgetContext {
 }
 
 export class SharedRequestBudget {
-  private readonly down: DownTimer;
-
   /** limit: requests per second for the fleet; 0 or not a positive number: no limit */
   constructor(
     private readonly ctx: BudgetContext,
     readonly limit: number,
-  ) {
-    this.down = new DownTimer(ctx.connection);
-  }
+  ) {}
 
   get enabled(): boolean {
     return this.limit > 0 && Number.isFinite(this.limit);
@@ -65,14 +80,15 @@ export class SharedRequestBudget {
   async take(maxWaitMs: number, rate: number = this.limit): Promise<BudgetTake> {
     if (!this.enabled) return { kind: 'go', delayMs: 0, atUs: Date.now() * 1000 };
     // Known down: the local budget at once, not a command timeout per request; the fleet's heartbeat probes meanwhile.
-    if (this.down.down) return { kind: 'unavailable', error: this.down.error() };
+    const health = this.ctx.connection.healthState;
+    if (health.knownDown) return { kind: 'unavailable', error: health.error() };
     const perSec = Math.min(this.limit, rate > 0 ? rate : this.limit);
     const spacingUs = Math.ceil(1_000_000 / perSec);
     const maxWaitUs = Math.max(0, Math.floor(maxWaitMs * 1000));
     // The key outlives the reservations and a few spacings, so an idle fleet leaves nothing behind.
     const ttlMs = Math.max(2_000, Math.ceil((3 * spacingUs + maxWaitUs) / 1000));
     try {
-      const res = (await this.ctx.connection.eval(BUDGET_TAKE, [this.ctx.keys.budget], [spacingUs, ttlMs, maxWaitUs])) as number[];
+      const res = (await this.ctx.connection.eval(BUDGET_TAKE.call({ budget: this.ctx.keys.budget }, { spacingUs, keepMs: ttlMs, maxWaitUs }))) as number[];
       if (res[0] === 1) return { kind: 'go', atUs: res[1], delayMs: res[2] / 1000 };
       return { kind: 'wait', waitMs: Math.max(1, Math.ceil((res[1] - maxWaitUs) / 1000)) };
     } catch (err) {

@@ -10,7 +10,7 @@
  * yet. Polled from nothing, such a token's session that ended meanwhile is
  * never reported `ended`.
  *
- * - The epoch (HEARTBEAT): written once when the scope is empty. A replica
+ * - The epoch (SCOPE_HEARTBEAT, scope-members.ts): written once when the scope is empty. A replica
  *   that finds another one than it saw knows of the loss, even when others
  *   came back first and wrote the list again.
  * - The mark: the first replica back that saw the old epoch writes the
@@ -37,7 +37,41 @@
  *   restore that wrote a state counts, and a holder that sees the count
  *   change reloads its tokens' states and resumes from any newer one.
  */
-import { MAX_RECONNECT_PAUSE_MS } from './connection';
+import { MAX_RECONNECT_PAUSE_MS } from '../redis/connection';
+import { Script } from '../redis/script';
+import { STATE_CODEC_LUA } from './state-codec';
+
+/**
+ * Redis lost its data: a replica puts back the states it knows, each at its
+ * own revision and only over an older one (or none): the newest known
+ * anywhere wins, and a state committed since the loss (its revision from
+ * Redis's clock, above any older one) is never overwritten. Then it takes
+ * itself out of the loss mark, and counts a restore that wrote anything: a
+ * replica that took an item from nothing before it (no mark held the item
+ * back) learns so at its next heartbeat. ARGV from REST_ARGS on: item,
+ * revision, state JSON ('' = none) triples. Returns per item the revision
+ * there afterwards.
+ */
+export const RESTORE_STATES = new Script({
+  name: 'restoreStates',
+  keys: ['state', 'lossMark', 'restores'],
+  args: ['replica'],
+  lua: `${STATE_CODEC_LUA}
+local out, wrote = {}, false
+for i = REST_ARGS, #ARGV, 3 do
+  local had = decodeState(redis.call('HGET', K.state, ARGV[i]))
+  local rev = tonumber(ARGV[i + 1])
+  if had < rev then
+    redis.call('HSET', K.state, ARGV[i], encodeState(rev, '', ARGV[i + 2]))
+    had = rev
+    wrote = true
+  end
+  out[#out + 1] = had
+end
+redis.call('SREM', K.lossMark, A.replica)
+if wrote then redis.call('INCR', K.restores) end
+return out`,
+});
 
 export interface KnownState {
   rev: number;
@@ -67,9 +101,9 @@ export class DataLossWatch {
     this.graceMs = MAX_RECONNECT_PAUSE_MS + 2 * cycleMs;
   }
 
-  /** HEARTBEAT's arguments for the loss: the epoch seen, the mark's longest life, the members seen before. */
-  heartbeatArgs(members: string[]): string[] {
-    return [this.epoch, String(this.graceMs), ...members];
+  /** What the scope's heartbeat needs for the loss: the epoch seen, the mark's longest life, the members seen before. */
+  heartbeatArgs(): { epochSeen: string; markMs: number } {
+    return { epochSeen: this.epoch, markMs: this.graceMs };
   }
 
   /**
@@ -124,7 +158,7 @@ export class DataLossWatch {
     for (const t of this.known.keys()) if (!watched.has(t)) this.known.delete(t);
   }
 
-  /** What to put back after a loss: RESTORE_STATES's arguments after the replica id. */
+  /** What to put back after a loss: RESTORE_STATES's item, revision, JSON triples. */
   restoreArgs(): string[] {
     return [...this.known].flatMap(([t, k]) => [t, String(k.rev), k.state === null ? '' : JSON.stringify(k.state)]);
   }

@@ -16,8 +16,8 @@
  *   additional data, so a sealed token copied to another key does not open.
  */
 import { createCipheriv, createDecipheriv, randomBytes, scrypt } from 'node:crypto';
-import type { TokenIdentity } from '../client/fleet-hooks';
-import { digestOf } from './keys';
+import type { TokenIdentity } from '../../client/fleet-hooks';
+import { digestOf } from '../redis/keys';
 
 const VERSION = 'v1';
 const KEY_BYTES = 32;

@@ -24,13 +24,14 @@
  * Redis for longer than the service promises it lives.
  */
 import { randomBytes } from 'node:crypto';
-import type { TokenIdentity } from '../client/fleet-hooks';
-import type { TokenResponse } from '../client/token-cache';
-import { MIN_TOKEN_LIFETIME_MS, SPEC_TOKEN_LIFETIME_MS } from '../client/token-cache';
-import { monotonicNow } from '../clock';
-import type { FleetConnection } from './connection';
-import type { FleetKeys } from './keys';
-import { RELEASE, TOKEN_DROP, TOKEN_READ, TOKEN_STORE } from './scripts';
+import type { TokenIdentity } from '../../client/fleet-hooks';
+import type { TokenResponse } from '../../client/token-cache';
+import { MIN_TOKEN_LIFETIME_MS, SPEC_TOKEN_LIFETIME_MS } from '../../client/token-cache';
+import { monotonicNow } from '../../clock';
+import type { FleetConnection } from '../redis/connection';
+import type { FleetKeys } from '../redis/keys';
+import { Backoff, LOOK, sleep } from '../redis/retry';
+import { LOCK_RELEASE, TOKEN_DROP, TOKEN_READ, TOKEN_STORE } from './token-scripts';
 import { TokenSeal, tokenIdentityDigest } from './token-seal';
 
 export interface SharedTokenOptions {
@@ -100,7 +101,7 @@ export class SharedTokenStore {
     const lockId = this.unanswered.get(at.lock) ?? `${randomBytes(8).toString('hex')}:${this.ctx.replicaId}`;
     const deadline = this.now() + this.lockMs + 1_000;
     try {
-      let pause = this.pollMs;
+      const backoff = new Backoff({ firstMs: this.pollMs, maxMs: LOOK.maxMs });
       while (!conn.isClosed) {
         const stored = await this.read(at);
         if (stored) return stored;
@@ -108,12 +109,11 @@ export class SharedTokenStore {
           // Another replica may have stored a token between our look and our lock: look again first.
           const fresh = await this.read(at);
           if (!fresh) return await this.fetchForFleet(fetchLocal, at, lockId);
-          await conn.eval(RELEASE, [at.lock], [lockId]);
+          await conn.eval(LOCK_RELEASE.call({ lock: at.lock }, { lockId }));
           return fresh;
         }
         if (this.now() >= deadline) break;
-        await sleep(Math.min(pause, Math.max(1, deadline - this.now())));
-        pause = Math.min(200, pause * 2);
+        await sleep(Math.min(backoff.next(), Math.max(1, deadline - this.now())));
       }
       if (!conn.isClosed) this.ctx.onWarning?.(`No replica stored a token within ${this.lockMs + 1000} ms; this replica asks the token endpoint itself`);
     } catch (err) {
@@ -133,14 +133,14 @@ export class SharedTokenStore {
     const seen = this.seen.get(at.token);
     if (!seen || seen.value !== value) return;
     try {
-      await this.ctx.connection.eval(TOKEN_DROP, [at.token], [seen.sealed]);
+      await this.ctx.connection.eval(TOKEN_DROP.call({ token: at.token }, { sealed: seen.sealed }));
     } catch {
       // Redis away: the token lapses by itself, and each replica gets a 401 once at most
     }
   }
 
   /**
-   * `SET lock NX PX`, the way a command claim is taken (dedup.ts): ioredis does
+   * `SET lock NX PX`, the way a command claim is taken (claims.ts): ioredis does
    * not re-send a command whose answer was lost, but the command may have run.
    * So a SET that was not answered, or refused after such a one, reads the lock
    * back: our own value means we hold it. Without this, a lost reply left the
@@ -166,7 +166,8 @@ export class SharedTokenStore {
   /** Reads the lock until Redis answers (a reconnect takes a moment), within readBackMs: true when it holds our value. */
   private async ownsLock(at: TokenPlace, lockId: string): Promise<boolean> {
     const until = this.now() + this.readBackMs;
-    for (let pause = this.pollMs; ; pause = Math.min(200, pause * 2)) {
+    const backoff = new Backoff({ firstMs: this.pollMs, maxMs: LOOK.maxMs });
+    for (;;) {
       try {
         const holder = await this.ctx.connection.run('reading the token lock', (r) => r.get(at.lock));
         // Ours, or nobody's (the earlier SET did not land, or lapsed): nothing of ours is pending any more.
@@ -175,7 +176,7 @@ export class SharedTokenStore {
       } catch (err) {
         if (this.ctx.connection.isClosed || this.now() >= until) throw err;
       }
-      await sleep(Math.min(pause, Math.max(1, until - this.now())));
+      await sleep(Math.min(backoff.next(), Math.max(1, until - this.now())));
     }
   }
 
@@ -186,7 +187,7 @@ export class SharedTokenStore {
 
   /** The stored token if it opens with our secret and enough of its life is left (see fetch), else null. */
   private async read(at: TokenPlace): Promise<SharedTokenResponse | null> {
-    const res = (await this.ctx.connection.eval(TOKEN_READ, [at.token], [])) as unknown[];
+    const res = (await this.ctx.connection.eval(TOKEN_READ.call({ token: at.token }, {}))) as unknown[];
     const [sealed, lifetimeText, leftMs] = res;
     if (typeof sealed !== 'string' || typeof leftMs !== 'number') return null;
     // Sealed with another secret (a replica misconfigured, or a secret rotated): no token, as if Redis held none.
@@ -209,14 +210,15 @@ export class SharedTokenStore {
       res = await fetchLocal();
     } catch (err) {
       // Free the lock so that another replica (or our next try, after the cache's back-off) may ask.
-      await this.ctx.connection.eval(RELEASE, [at.lock], [lockId]).catch(() => undefined);
+      await this.ctx.connection.eval(LOCK_RELEASE.call({ lock: at.lock }, { lockId })).catch(() => undefined);
       throw new FetchFailure(err);
     }
     const given = typeof res.expiresIn === 'number' && Number.isFinite(res.expiresIn) && res.expiresIn > 0 ? res.expiresIn * 1000 : this.defaultLifetimeMs;
     const lifetimeMs = Math.min(given, SPEC_TOKEN_LIFETIME_MS);
     try {
       const sealed = await this.seal.seal(res.accessToken, at.identity, at.token);
-      await this.ctx.connection.eval(TOKEN_STORE, [at.token, at.lock], [sealed, Math.round(lifetimeMs), Math.max(1, Math.round(lifetimeMs)), lockId]);
+      const call = TOKEN_STORE.call({ token: at.token, lock: at.lock }, { sealed, lifetimeMs: Math.round(lifetimeMs), keepMs: Math.max(1, Math.round(lifetimeMs)), lockId });
+      await this.ctx.connection.eval(call);
       this.seen.set(at.token, { value: res.accessToken, sealed });
     } catch (err) {
       this.ctx.onWarning?.(`The new token could not be shared (${this.ctx.connection.toError(err, 'storing the token').message}); other replicas ask for their own`);
@@ -237,8 +239,4 @@ class FetchFailure extends Error {
   constructor(readonly failure: unknown) {
     super('token request failed');
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
