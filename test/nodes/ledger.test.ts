@@ -112,4 +112,54 @@ describe('charging-ledger: one record per session (runtime + simulator clock)', 
     const shown = JSON.stringify(statusCalls('ledger')) + log;
     for (const v of [rec.recordId, String(rec.cdrId), 'Anna', 'B-XY 123']) assert.ok(!shown.includes(v), `${v} must not be logged or shown`);
   });
+
+  it('commands: report, export (CSV), a CDR correction, the same CDR again, a credit, an exported month amended; bad input to Catch with a code', async () => {
+    await load(rt.sim, LEDGER_FLOW({ maskTokens: true }));
+    const { rec } = await session('2026-06-30T21:59:00.000Z', 20 * 60_000);
+    const answers = Sink.of('answers');
+    const ask = async (topic: string, payload: unknown) => {
+      const n = answers.messages.length;
+      send('ledger', { topic, payload });
+      return (await answers.nth(n + 1)) as Record<string, unknown> & { payload: Record<string, unknown> };
+    };
+    const report = (await ask('report', { month: '2026-06' })).payload;
+    assert.equal(report.month, '2026-06');
+    assert.equal(report.amended, false);
+    assert.deepEqual(report.tokens, [{ token: '****ED-1', label: 'Anna', vehicle: 'B-XY 123', sessions: 1, energyWh: rec.energyWh, cost: rec.cost }]);
+    assert.equal(report.total, rec.cost);
+    const csv = await ask('export', { month: '2026-06' });
+    assert.equal(csv.filename, 'charging-sessions-2026-06.csv');
+    const lines = String(csv.payload).split('\r\n');
+    assert.equal(lines.length, 3, 'header, one row, and the CRLF after it');
+    assert.match(lines[1], new RegExp(`^${rec.recordId},1,\\*\\*\\*\\*ED-1,Anna,B-XY 123,`));
+    // A CDR after the export: a new revision with the CDR's figures; the month is amended.
+    const cdrId = String(rec.cdrId);
+    const first = await ask('cdr', { cdrId, energyKWh: 3.5, totalCost: 1.234, currency: 'EUR' });
+    assert.equal((first.payload as { changed: boolean }).changed, true);
+    const corrected = records().find((m) => m.event === 'corrected')!;
+    assert.equal(corrected.recordId, rec.recordId);
+    assert.deepEqual([(corrected.payload as Rec).revision, (corrected.payload as Rec).energyWh, (corrected.payload as Rec).cost, (corrected.payload as Rec).source], [2, 3500, 1.23, 'cdr']);
+    assert.equal((corrected.previous as Rec).revision, 1);
+    const again = await ask('cdr', { cdrId, energyKWh: 3.5, totalCost: 1.234, currency: 'EUR' });
+    assert.equal((again.payload as { changed: boolean }).changed, false, 'the same CDR changes nothing');
+    const amended = (await ask('report', { month: '2026-06' })).payload;
+    assert.equal(amended.amended, true);
+    assert.deepEqual((amended.changes as Array<Record<string, unknown>>).map((c) => [c.revision, c.energyWh, c.previousEnergyWh]), [[2, 3500, rec.energyWh]]);
+    assert.equal(amended.total, 1.23);
+    const credit = await ask('cdr', { cdrId: 'CREDIT-1', credit: true, credit_reference_id: cdrId });
+    assert.equal((credit.payload as { changed: boolean }).changed, true);
+    const reverted = records().filter((m) => m.event === 'corrected')[1].payload as Rec;
+    assert.deepEqual([reverted.revision, reverted.energyWh, reverted.cost, reverted.source], [3, rec.energyWh, rec.cost, 'meter']);
+    assert.equal(records().length, 3, 'record, corrected, credited: nothing for the repeat');
+    // Bad input: a code at Catch, nothing changed.
+    send('ledger', { topic: 'cdr', payload: { cdrId: 'NOPE' } });
+    send('ledger', { topic: 'report', payload: { month: '2026-13' } });
+    send('ledger', { topic: 'what', payload: 1 });
+    await until(() => Sink.of('caught').messages.length === 3, 'three errors');
+    assert.deepEqual(Sink.of('caught').messages.map((m) => (m.error as { code?: string; message: string }).message.includes(cdrId)), [false, false, false]);
+    assert.deepEqual(Sink.of('caught').messages.map((m) => (m.error as { code: string }).code), ['NO_RECORD', 'INVALID_INPUT', 'INVALID_INPUT']);
+    assert.equal(records().length, 3);
+    const after = (await ask('get', { transactionId: rec.recordId })).payload;
+    assert.equal(after.revision, 3);
+  });
 });
