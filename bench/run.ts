@@ -7,6 +7,7 @@
  *   npm run bench -- --watch     only the watch-mode sections (written to a -watch results file)
  *   npm run bench -- --throughput   only section 1 (printed only); BENCH_CONCURRENCY=1,10 narrows it
  *   npm run bench -- --fleet     only section 7, coordination off vs on (bench/fleet.ts; written to a -fleet results file)
+ *   npm run bench -- --ledger    only the ledger: CPU per event at 10 000 records, report and export of a month (bench/ledger.ts; a -ledger results file)
  *
  * Contenders run interleaved, in an order rotated every round, each warmed up
  * before it is measured; ratios are computed within a round and reported as
@@ -23,7 +24,8 @@ import path from 'node:path';
 import axios from 'axios';
 import { EmbeddedNodeRed } from './runtime';
 import { BenchContext, median, messageDriver } from './measure';
-import { FLEET_ONLY, QUICK, THROUGHPUT_ONLY, WATCH_ONLY } from './options';
+import { FLEET_ONLY, LEDGER_ONLY, QUICK, THROUGHPUT_ONLY, WATCH_ONLY } from './options';
+import { ledgerSection } from './ledger';
 import { maxInFlight, singleFlight, statusWithEditor, throughput } from './query-bench';
 import { SEATS, watchAdds, watchScale } from './watch-bench';
 import { startBenchServer } from './server';
@@ -73,7 +75,9 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 200));
 
   const fleet = () => fleetSection(ctx);
-  const sections = THROUGHPUT_ONLY
+  const sections = LEDGER_ONLY
+    ? [await ledgerSection(ctx)]
+    : THROUGHPUT_ONLY
     ? [await throughput(ctx)]
     : FLEET_ONLY
     ? [await fleet()]
@@ -84,7 +88,7 @@ async function main(): Promise<void> {
   await server.exit();
   const date = new Date().toISOString().slice(0, 10);
   const md = [
-    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : FLEET_ONLY ? ' (coordination only: --fleet)' : ''}`,
+    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : LEDGER_ONLY ? ' (the ledger only: --ledger)' : FLEET_ONLY ? ' (coordination only: --fleet)' : ''}`,
     '',
     `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}, axios ${require('axios/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
     '',
@@ -94,7 +98,9 @@ async function main(): Promise<void> {
   if (!QUICK && !THROUGHPUT_ONLY && SEATS.size === 0 && !process.env.BENCH_WATCH_SIZES && !process.env.BENCH_WATCH_SETTLE_MS && !process.env.BENCH_WATCH_WINDOWS && !process.env.BENCH_WATCH_WARMUP_MS && !process.env.BENCH_WATCH_WARMUP_TOKENS) {
     const dir = path.join(__dirname, '..', '..', 'bench', 'results');
     fs.mkdirSync(dir, { recursive: true });
-    if (FLEET_ONLY) {
+    if (LEDGER_ONLY) {
+      fs.writeFileSync(path.join(dir, `${date}-ledger.md`), md);
+    } else if (FLEET_ONLY) {
       fs.writeFileSync(path.join(dir, `${date}-fleet.md`), md);
     } else if (WATCH_ONLY) {
       fs.writeFileSync(path.join(dir, `${date}-watch.md`), md);

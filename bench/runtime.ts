@@ -79,7 +79,7 @@ export class EmbeddedNodeRed {
   private constructor(
     readonly base: string,
     private readonly server: http.Server,
-    private readonly dir: string,
+    readonly dir: string,
   ) {}
 
   /** Boots Node-RED on a free loopback port with this package installed. */

@@ -86,7 +86,7 @@ Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11
 
   // Example 10 appends ended sessions to this file: the demo's own user dir, not ~/.node-red.
   const sessionLog = process.env.CHARGING_SESSION_LOG ?? path.join(dataDir, 'charging-sessions.csv');
-  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, { ...env, CHARGING_SESSION_LOG: sessionLog });
+  const red = spawnNodeRed(dataDir, uiPort, 'inherit', undefined, { ...env, CHARGING_SESSION_LOG: sessionLog, CHARGING_LEDGER_DIR: process.env.CHARGING_LEDGER_DIR ?? dataDir });
   const stop = (signal: NodeJS.Signals) => {
     red.kill(signal);
   };
@@ -220,7 +220,7 @@ async function startReplicas(f: FleetStart): Promise<void> {
     const dir = path.join(f.dataDir, `replica-${i + 1}`);
     const port = f.uiPort + i;
     prepareReplicaDir(dir, port, f.reset);
-    const red = spawnNodeRed(dir, port, 'pipe', undefined, { ...f.env, [COORDINATION_ENV]: url, CHARGING_SESSION_LOG: process.env.CHARGING_SESSION_LOG ?? path.join(dir, 'charging-sessions.csv') });
+    const red = spawnNodeRed(dir, port, 'pipe', undefined, { ...f.env, [COORDINATION_ENV]: url, CHARGING_SESSION_LOG: process.env.CHARGING_SESSION_LOG ?? path.join(dir, 'charging-sessions.csv'), CHARGING_LEDGER_DIR: process.env.CHARGING_LEDGER_DIR ?? dir });
     prefixLines(red, `[replica-${i + 1}] `);
     reds.push(red);
     const shownDir = path.relative(root, dir).startsWith('..') ? dir : path.relative(root, dir);

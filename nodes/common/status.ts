@@ -51,6 +51,8 @@ export const STATUS_KEYS = [
   'watchingEnergy',
   'watchingEvent',
   'watchingEnded',
+  'ledger.badge',
+  'ledger.memory',
   'control.badge',
   'control.badgeTargets',
   'control.waiting',
@@ -81,6 +83,7 @@ export const STATUS_KEYS = [
   'error.notConfirmed',
   'error.notStopped',
   'error.noSession',
+  'error.noRecord',
   'error.config',
   'error.closed',
   'error.internal',
@@ -127,6 +130,8 @@ export function badgeReason(err: unknown): { key: StatusKey; values?: Values } {
       return { key: 'error.notStopped' };
     case 'NO_SESSION':
       return { key: 'error.noSession' };
+    case 'NO_RECORD':
+      return { key: 'error.noRecord' };
     case 'CONFIG':
       return { key: 'error.config' };
     case 'CLOSED':

@@ -18,6 +18,7 @@ export type ChargingErrorCode =
   | 'NOT_CONFIRMED' // a wait for a session to start/end ran out
   | 'NOT_STOPPED' // "make sure it ends": the session was still active after the last STOP
   | 'NO_SESSION' // an action needed a session and there is none
+  | 'NO_RECORD' // the ledger has no record with that id
   | 'CLOSED' // the node or config was closed (redeploy) while the request waited
   | 'INTERNAL'; // a failure in this package itself: please report it
 

@@ -21,8 +21,13 @@ export interface WatchedSession extends SessionInfo {
   powerKW: number | null;
 }
 
-/** On 'ended': the last values seen, with the session's totals (endedAt: when the end was seen). */
-export type EndedSession = WatchedSession & SessionTotals;
+/**
+ * On 'ended': the last values seen, with the session's totals (endedAt: when
+ * the end was seen). endObserved false: the end was found by the first poll
+ * after a restart or a takeover, so it happened while nobody watched and the
+ * last values are older than the end.
+ */
+export type EndedSession = WatchedSession & SessionTotals & { endObserved: boolean };
 
 export interface WatchEvent {
   token: string;
@@ -63,6 +68,8 @@ export interface TrackerState {
    * createdAt that is the same on every poll).
    */
   readonly created: CreatedAtCache;
+  /** made from a saved state and not polled since: an end found now was not observed as it happened */
+  readonly resumed?: boolean;
 }
 
 export interface TrackerOptions {
@@ -82,7 +89,7 @@ export function trackerState(token: string, saved?: SavedState): TrackerState {
   if (!saved) return { token, seen: false, transactionId: null, meterEnd: null, last: null, samples: null, created };
   // A copy: the loaded object is the saved state's.
   const last = saved.session && { ...saved.session };
-  return { token, seen: true, transactionId: saved.transactionId, meterEnd: saved.meterEnd, last, samples: null, created };
+  return { token, seen: true, transactionId: saved.transactionId, meterEnd: saved.meterEnd, last, samples: null, created, resumed: true };
 }
 
 /** Whether two states decide the next event differently (what a restart or another replica must be told). */
@@ -143,7 +150,7 @@ export function step(state: TrackerState, record: ProgressRecord | null, wallNow
 
 /** The ended event: the last values seen and the totals, endedAt by the wall clock (people read it). */
 function ended(state: TrackerState, wallNow: number): WatchEvent {
-  const session: EndedSession | null = state.last && { ...state.last, ...sessionTotals(state.last, wallNow) };
+  const session: EndedSession | null = state.last && { ...state.last, ...sessionTotals(state.last, wallNow), endObserved: state.resumed !== true };
   return { token: state.token, event: 'ended', record: null, session };
 }
 
