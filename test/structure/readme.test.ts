@@ -14,7 +14,8 @@ import vm from 'node:vm';
 const ROOT = path.join(__dirname, '..', '..', '..');
 const read = (...p: string[]) => fs.readFileSync(path.join(ROOT, ...p), 'utf8');
 const README = read('README.md');
-const NODES = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control'];
+/** Every node the package registers: each needs its section. */
+const NODES = Object.keys((JSON.parse(read('package.json')) as { 'node-red': { nodes: Record<string, string> } })['node-red'].nodes);
 const REPO_FILE = 'https://github.com/chargectl/node-red-charging-session/blob/main/';
 const REPO_RAW = 'https://raw.githubusercontent.com/chargectl/node-red-charging-session/main/';
 
