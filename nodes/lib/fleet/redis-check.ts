@@ -10,6 +10,7 @@ import { ChargingError } from '../errors';
 import { FleetConnection, type FleetConnectionOptions } from './redis/connection';
 import { FleetKeys } from './redis/keys';
 import { parseReplicaInfo } from './membership/replica-info';
+import { LIVE_MEMBERS } from './membership/membership';
 
 export interface ReplicaSeen {
   id: string;
@@ -53,7 +54,8 @@ export async function checkRedis(fleet: RedisToCheck, stored: boolean): Promise<
   try {
     connection = new FleetConnection({ url: fleet.url, tls: fleet.tls, connectTimeoutMs: CONNECT_TIMEOUT_MS, commandTimeoutMs: COMMAND_TIMEOUT_MS, name: 'chargectl-test-connection' });
     await connection.open();
-    const replicas = await connection.run('list replicas', (redis) => liveReplicas(redis, new FleetKeys(fleetKey)));
+    const keys = new FleetKeys(fleetKey);
+    const replicas = liveReplicas((await connection.eval(LIVE_MEMBERS.call({ replicas: keys.replicas, info: keys.replicaInfo }, {}))) as unknown[]);
     const count = replicas.length === 0 ? 'no live replica (none deployed with this fleet key is running)' : `${replicas.length} live replica${replicas.length === 1 ? '' : 's'}`;
     return { ok: true, message: connection.redact(`Redis at ${connection.where} answers; fleet ${fleetKey}: ${count}${warning ? `.${warning}` : ''}`), fleetKey, replicas };
   } catch (err) {
@@ -68,17 +70,12 @@ export async function checkRedis(fleet: RedisToCheck, stored: boolean): Promise<
   }
 }
 
-type RedisLike = Parameters<Parameters<FleetConnection['run']>[1]>[0];
-
-/** Members of `replicas` whose heartbeat has not lapsed on Redis's clock, with what `replicas:info` says of each. */
-async function liveReplicas(redis: RedisLike, keys: FleetKeys): Promise<ReplicaSeen[]> {
-  const [seconds, micros] = await redis.time();
-  const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  const ids = await redis.zrangebyscore(keys.replicas, `(${nowMs}`, '+inf');
-  if (ids.length === 0) return [];
-  const infos = await redis.hmget(keys.replicaInfo, ...ids);
-  return ids.map((id, i) => {
-    const info = parseReplicaInfo(infos[i]);
-    return { id, host: info.host, pid: info.pid, owned: info.owned ?? 0 };
-  });
+/** LIVE_MEMBERS's answer: the members whose heartbeat has not lapsed on Redis's clock, with what each says of itself. */
+function liveReplicas(pairs: unknown[]): ReplicaSeen[] {
+  const out: ReplicaSeen[] = [];
+  for (let i = 0; i + 1 < pairs.length; i += 2) {
+    const info = parseReplicaInfo(pairs[i + 1]);
+    out.push({ id: String(pairs[i]), host: info.host, pid: info.pid, owned: info.owned ?? 0 });
+  }
+  return out;
 }

@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { FleetKeys } from '../../../nodes/lib/fleet/redis/keys';
 import { Script } from '../../../nodes/lib/fleet/redis/script';
-import { FLEET_HEARTBEAT, FLEET_LEAVE } from '../../../nodes/lib/fleet/membership/membership';
+import { FLEET_HEARTBEAT, FLEET_LEAVE, LIVE_MEMBERS } from '../../../nodes/lib/fleet/membership/membership';
 import { SCOPE_HEARTBEAT, SCOPE_LEAVE } from '../../../nodes/lib/fleet/leases/scope-members';
 import { LEASES } from '../../../nodes/lib/fleet/leases/lease-batch';
 import { ITEM_LIST } from '../../../nodes/lib/fleet/leases/item-list';
@@ -67,6 +67,16 @@ describe('fleet: each Lua script, branch by branch (real redis-server)', functio
       assert.deepEqual(again.filter((_, i) => i % 2 === 1).sort(), ['a', 'b']);
       assert.equal(await admin.hget(keys.replicaInfo, 'dead'), null);
       assert.ok((await admin.pttl(keys.replicas)) > 60_000 * 19, 'the set lapses when nobody runs the fleet (20 leases)');
+    });
+
+    it('LIVE_MEMBERS: the members not lapsed on Redis\'s clock, with their info, and nothing written', async () => {
+      await conn.eval(FLEET_HEARTBEAT.call({ replicas: keys.replicas, info: keys.replicaInfo }, { replica: 'a', leaseMs: 60_000, info: '{"owned":3}' }));
+      await admin.zadd(keys.replicas, (await redisMs()) - 1, 'lapsed');
+      const res = (await conn.eval(LIVE_MEMBERS.call({ replicas: keys.replicas, info: keys.replicaInfo }, {}))) as string[];
+      assert.equal(res[0], 'a');
+      assert.match(res[1], /^\{"at":\d+,"owned":3\}$/);
+      assert.equal(res.length, 2);
+      assert.deepEqual((await admin.zrange(keys.replicas, '0', '-1')).sort(), ['a', 'lapsed'], 'read only: the lapsed one is not pruned here');
     });
 
     it('FLEET_LEAVE: the member and its info go, nobody else', async () => {

@@ -35,6 +35,7 @@ export const BUDGET_TAKE = new Script({
   args: ['spacingUs', 'keepMs', 'maxWaitUs'],
   clock: true,
   lua: `
+local nowUs = redisTime()
 local at = math.max(tonumber(redis.call('GET', K.budget) or '0'), nowUs)
 if at - nowUs > tonumber(A.maxWaitUs) then return { 0, at - nowUs } end
 redis.call('SET', K.budget, string.format('%.0f', at + tonumber(A.spacingUs)), 'PX', A.keepMs)

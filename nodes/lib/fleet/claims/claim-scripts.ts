@@ -27,6 +27,7 @@ export const CLAIM = new Script({
   args: ['claimant', 'claimMs', 'sinceFirstMs', 'windowMs', 'takeOver', 'minAgeMs'],
   clock: true,
   lua: `
+local _, nowMs = redisTime()
 local v = redis.call('GET', K.claim)
 if v then
   local at = tonumber(string.match(v, '\\n(%d+) '))
@@ -51,6 +52,7 @@ export const PUBLISH = new Script({
   args: ['claimant', 'outcome', 'keepMs'],
   clock: true,
   lua: `
+local _, nowMs = redisTime()
 local v = redis.call('GET', K.claim)
 if not v or string.sub(v, 1, #A.claimant + 1) ~= A.claimant .. '\\n' then return 0 end
 redis.call('SET', K.claim, A.claimant .. '\\n' .. nowMs .. ' ' .. A.outcome, 'PX', A.keepMs)

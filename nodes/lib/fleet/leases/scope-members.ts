@@ -26,6 +26,7 @@ export const SCOPE_HEARTBEAT = new Script({
   args: ['replica', 'leaseMs', 'leave', 'epochSeen', 'markMs'],
   clock: true,
   lua: `
+local _, nowMs, raw = redisTime()
 local ttl = tonumber(A.leaseMs)
 if A.leave == '1' then redis.call('ZREM', K.members, A.replica)
 else redis.call('ZADD', K.members, nowMs + ttl, A.replica) end
@@ -34,7 +35,7 @@ redis.call('ZREMRANGEBYSCORE', K.members, '-inf', nowMs)
 redis.call('PEXPIRE', K.members, ttl * 20)
 local epoch = redis.call('GET', K.epoch)
 if not epoch then
-  epoch = redisTime[1] .. '.' .. redisTime[2] .. ':' .. A.replica
+  epoch = raw[1] .. '.' .. raw[2] .. ':' .. A.replica
   redis.call('SET', K.epoch, epoch)
   if A.epochSeen ~= '' then
     redis.call('SADD', K.lossMark, A.replica, unpack(ARGV, REST_ARGS))

@@ -58,7 +58,7 @@ if rev ~= tonumber(A.expectedRev) then
   if not mine then return -1 end
   return { -2, rev }
 end
-if had then rev = rev + 1 else rev = nowMs end
+if had then rev = rev + 1 else rev = select(2, redisTime()) end
 ids = string.sub(A.commitId .. ',' .. ids, 1, ${KEPT_COMMIT_IDS} * 17 - 1)
 ids = string.gsub(ids, ',$', '')
 redis.call('HSET', K.state, A.item, encodeState(rev, ids, A.json))

@@ -22,6 +22,7 @@ export const FLEET_HEARTBEAT = new Script({
   args: ['replica', 'leaseMs', 'info'],
   clock: true,
   lua: `
+local _, nowMs = redisTime()
 local ttl = tonumber(A.leaseMs)
 redis.call('ZADD', K.replicas, nowMs + ttl, A.replica)
 if string.sub(A.info, 1, 1) == '{' and string.len(A.info) > 2 then
@@ -40,6 +41,22 @@ local live = redis.call('ZRANGE', K.replicas, 0, -1)
 for i = 1, #live do
   out[#out + 1] = live[i]
   out[#out + 1] = redis.call('HGET', K.info, live[i]) or ''
+end
+return out`,
+});
+
+/** The live members and their info, read only (Test connection: it never joins the fleet). Returns {id1, info1, …}. */
+export const LIVE_MEMBERS = new Script({
+  name: 'liveMembers',
+  keys: ['replicas', 'info'],
+  args: [],
+  clock: true,
+  lua: `
+local _, nowMs = redisTime()
+local out = {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', K.replicas, '(' .. string.format('%.0f', nowMs), '+inf')) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', K.info, id) or ''
 end
 return out`,
 });

@@ -6,7 +6,7 @@
  * its SHA1 (FleetConnection.eval), sent whole once when Redis has forgotten it.
  */
 import { createHash } from 'node:crypto';
-import { REDIS_NOW } from './clock';
+import { REDIS_CLOCK } from './clock';
 
 export interface ScriptSpec<K extends string, A extends string> {
   name: string;
@@ -14,7 +14,7 @@ export interface ScriptSpec<K extends string, A extends string> {
   keys: readonly K[];
   /** ARGV by name, in order */
   args: readonly A[];
-  /** reads Redis's clock first: `nowMs`, `nowUs` */
+  /** may read Redis's clock: defines `redisTime()` (clock.ts) */
   clock?: boolean;
   lua: string;
 }
@@ -41,7 +41,7 @@ export class Script<K extends string, A extends string> {
       bind('K', 'KEYS', spec.keys),
       bind('A', 'ARGV', spec.args),
       `local REST_KEYS, REST_ARGS = ${spec.keys.length + 1}, ${spec.args.length + 1}`,
-      ...(spec.clock ? [REDIS_NOW] : []),
+      ...(spec.clock ? [REDIS_CLOCK] : []),
       spec.lua.trim(),
     ].join('\n');
     this.sha = createHash('sha1').update(this.lua).digest('hex');
