@@ -85,7 +85,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a wish sent to every replica is one wish: one START, the state reported by the holder alone', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
     await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
     await new Promise((r) => setTimeout(r, 700)); // a few more checks on both
@@ -100,7 +100,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     // The target joins the fleet's list through one wish; then the other replica alone gets "on".
     // Both replicas in the scope first: the holder found below is then the one rendezvous hashing keeps.
     await rs[0].link.want(TARGET, false, {});
-    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2) && holder(rs).length === 1, 'both replicas in the scope, and a holder', 5_000);
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2) && holder(rs).length === 1, 'both replicas in the scope, and a holder', 5_000);
     const [h] = holder(rs);
     const [notHolder] = rs.filter((r) => r !== h);
     const reportedBefore = notHolder.states.length; // it may have held the target before the other joined
@@ -152,7 +152,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a hand-over never applies an applied wish again: {on, restart} and a session the driver ended at the station: no START', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
     await rs[0].link.want(TARGET, true, { restart: true });
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'charging')), 'charging', 8_000);
     await atStation('STOP');
@@ -164,7 +164,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
 
   it('a hand-over never applies an applied wish again: {off, force} and a session started at the station later: no STOP', async () => {
     const rs = [replica(), replica()];
-    await until(() => rs.every((r) => r.fleet.opened('control:control-node-1')?.replicas() ?? [].length === 2), 'both replicas in the scope', 5_000);
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
     await rs[0].link.want(TARGET, false, { force: true });
     await until(() => rs.some((r) => r.states.some((s) => s.state === 'idle')), 'idle', 8_000);
     await atStation('START');
