@@ -29,6 +29,7 @@ export const NODES = [
   require('../nodes/charging-progress'),
   require('../nodes/charging-stop'),
   require('../nodes/charging-control'),
+  require('../nodes/charging-metrics'),
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -51,6 +51,7 @@ export const STATUS_KEYS = [
   'watchingEnergy',
   'watchingEvent',
   'watchingEnded',
+  'metricsScraped',
   'control.badge',
   'control.badgeTargets',
   'control.waiting',

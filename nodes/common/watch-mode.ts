@@ -19,6 +19,7 @@ import { formatEnergy, NodeStatus, Status } from './status';
 import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
 import type { WatchShare, WatchView } from '../lib/coordination/coordination';
+import type { WatchMetrics } from '../lib/metrics/observers';
 
 export interface WatchConfig {
   service: string;
@@ -38,6 +39,7 @@ export class WatchMode {
     private readonly budget: { client: Pick<ServiceClient, 'setPollDemand' | 'pollStretch' | 'requestRate'>; intervalSec: number },
     /** which of the node's tokens this process polls (alone: all of them) */
     private readonly share: WatchShare,
+    private readonly metrics: WatchMetrics,
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
@@ -81,12 +83,14 @@ export class WatchMode {
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
-    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, share);
+    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, share, service.metrics);
+    const unread = service.metrics.read('watch', () => ({ watched: watcher.size, charging: watcher.charging }));
     share.attach(watcher, () => mode?.demand());
     life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
+      unread();
       watcher.close();
       client.setPollDemand(node.id, 0);
       // The states of the last second are kept before a redeploy or a stop (Node-RED then closes the context).
@@ -169,6 +173,7 @@ export class WatchMode {
     if (e.session && e.session.warnings.length > 0) this.life.warnOnce('record', e.session.warnings.join('; '));
     const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
     this.life.emit(toOutputs(msg, e.event));
+    this.metrics.emitted(e.event);
     this.life.board.defer(() => {
       const values = { count: this.watcher.size, token: e.token, event: e.event, energy: formatEnergy(e.session?.energyKWh ?? null) };
       return Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values);

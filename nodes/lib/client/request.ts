@@ -5,8 +5,9 @@
  * message's whole journey (queue, token, exchanges, pauses) is bounded by its
  * budget; each exchange by the timeout.
  */
-import { ChargingError, closedError } from '../errors';
-import { Admission, type AdmissionContext, type Admittable } from './admission';
+import { ChargingError, closedError, isChargingError } from '../errors';
+import type { RequestKind } from '../metrics/observers';
+import { Admission, refusedByFence, type AdmissionContext, type Admittable } from './admission';
 import { backoffDelay } from './backoff';
 import { bodyProblemError, Operation, statusError, transportError, unreached } from './classify';
 import { describeBody } from './response-body';
@@ -39,6 +40,8 @@ export const DEFAULT_RETRY: RetryPolicy = {
 };
 
 export interface Request extends Operation, Admittable {
+  /** what the metrics count it as */
+  kind: RequestKind;
   url: string;
   /** a JSON body (POST) */
   data?: string;
@@ -84,12 +87,19 @@ export class RequestRunner {
    */
   run(req: Request): Promise<RawResponse> {
     const { waits, policy, timeoutMs } = this.ctx;
-    const budgetEnd = waits.now() + Math.max(policy.maxTotalMs, timeoutMs);
+    const startedAt = waits.now();
+    const budgetEnd = startedAt + Math.max(policy.maxTotalMs, timeoutMs);
+    // The metrics get one call when the journey ends, on the same steps: no promise of their own on the common path.
+    const answered = (res: RawResponse): RawResponse => (this.ctx.metrics.finished(req.kind, null, (waits.now() - startedAt) / 1000), res);
+    const failed = (err: unknown): never => {
+      if (!refusedByFence(err)) this.ctx.metrics.finished(req.kind, isChargingError(err) ? err.code : 'INTERNAL', (waits.now() - startedAt) / 1000);
+      throw err;
+    };
     try {
-      return this.attempt(req, budgetEnd, false).then((result) => ('res' in result ? result.res : this.retry(req, budgetEnd, result)));
+      return this.attempt(req, budgetEnd, false).then((result) => ('res' in result ? answered(result.res) : this.retry(req, budgetEnd, result).then(answered, failed)), failed);
     } catch (err) {
       // Nothing here is expected to throw; if it ever did, the caller still gets a rejection, never a throw into its timer.
-      return Promise.reject(err as Error);
+      return Promise.reject(err as Error).catch(failed);
     }
   }
 
@@ -125,6 +135,7 @@ export class RequestRunner {
       }
       attempt++;
       counted++;
+      this.ctx.metrics.retried(req.kind);
       result = await this.attempt(req, budgetEnd, refreshedAfter401);
       if ('res' in result) return result.res;
     }
@@ -174,6 +185,7 @@ export class RequestRunner {
   /** An answer: handed back, or a failure to retry or report. */
   private outcome(req: Request, res: RawResponse, ex: Exchange, token: AccessToken, allowed: number, afterFreshToken: boolean): Attempted {
     if (ex.ended === 'cancelled') throw closedError('node');
+    if (res.status === 429) this.ctx.metrics.throttled(req.kind);
     const budget = this.ctx.budget;
     if (budget) {
       if (res.status === 429) budget.onThrottled(ex.deadline - ex.allowedMs);

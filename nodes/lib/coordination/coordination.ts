@@ -10,7 +10,8 @@
  * request budget the client shares (`clientHooks`), a watch node's list
  * (`watch`: which tokens this process polls, its state committed before an
  * event goes out), and a control node's targets (`control`: which connectors
- * this process commands, its memory and the wishes of every replica).
+ * this process commands, its memory and the wishes of every replica). And
+ * what an operator's dashboard reads of it (`figures`, read-only).
  */
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { ControlBook } from '../control/book';
@@ -92,6 +93,24 @@ export interface LocalControlStore extends ControlStore {
   clear(): Promise<void>;
 }
 
+/**
+ * What a scrape of the metrics reads of the coordination (plain numbers, read
+ * when asked, never computed per request). Alone: nothing (no replica
+ * figures exist). A figure that cannot be read now is left out, not made up.
+ */
+export interface CoordinationFigures {
+  /** leases this replica holds for the watch and control nodes of this configuration */
+  leasesHeld?: number;
+  /** live replicas at the last heartbeat, this one included */
+  replicas?: number;
+  /** whether Redis answers this replica */
+  redisUp?: boolean;
+  /** the round trip of this replica's last heartbeat to Redis, while Redis answers */
+  redisRoundTripSeconds?: number;
+  /** times a watch node of this configuration gave its share away (the service unreachable from here) */
+  standDowns?: number;
+}
+
 export interface Coordination {
   readonly commands: CommandShare;
   /** work done once per key by the fleet (claims.ts); alone, at once */
@@ -100,4 +119,6 @@ export interface Coordination {
   clientHooks(): FleetHooks | undefined;
   watch(scope: string, options: WatchShareOptions): WatchShare;
   control(scope: string, voice: ShareVoice, local: LocalControlStore): ControlShare;
+  /** the figures for the metrics, read at a scrape (alone: none) */
+  figures(): CoordinationFigures;
 }

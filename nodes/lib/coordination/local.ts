@@ -12,7 +12,7 @@ import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 import { localClaims } from './claims';
-import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
+import type { CommandRun, CommandShare, ControlShare, Coordination, CoordinationFigures, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
 
 const sendNow: CommandShare = {
   async run<T>(_command: ChargingCommand, send: () => Promise<T>): Promise<CommandRun<T>> {
@@ -34,6 +34,11 @@ export class LocalCoordination implements Coordination {
 
   control(_scope: string, _voice: ShareVoice, local: LocalControlStore): ControlShare {
     return new LocalControlShare(local);
+  }
+
+  /** A process alone has no replica figures. */
+  figures(): CoordinationFigures {
+    return {};
   }
 }
 

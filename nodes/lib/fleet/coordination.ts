@@ -6,7 +6,7 @@
  * (watch-link.ts) and a control node's targets (control-link.ts).
  */
 import type { FleetHooks } from '../client/fleet-hooks';
-import type { CommandRun, CommandShare, ControlShare, Coordination, ShareVoice, WatchShare, WatchShareOptions } from '../coordination/coordination';
+import type { CommandRun, CommandShare, ControlShare, Coordination, CoordinationFigures, ShareVoice, WatchShare, WatchShareOptions } from '../coordination/coordination';
 import type { ClaimPolicy, ClaimRun, Claims } from '../coordination/claims';
 import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
@@ -18,6 +18,9 @@ import { FleetWatchLink } from './watch-link';
 export class RedisCoordination implements Coordination {
   readonly commands: CommandShare;
   readonly claims: Claims;
+  /** the fleet's scopes this configuration's nodes opened (a watch node's id; control:<id>): its leases are counted there */
+  private readonly scopes = new Set<string>();
+  private standDowns = 0;
 
   constructor(readonly fleet: Fleet) {
     this.commands = {
@@ -43,10 +46,25 @@ export class RedisCoordination implements Coordination {
   }
 
   watch(scope: string, options: WatchShareOptions): WatchShare {
-    return new FleetWatchLink(this.fleet, scope, options);
+    this.scopes.add(scope);
+    return new FleetWatchLink(this.fleet, scope, options, () => this.standDowns++);
   }
 
   control(scope: string, voice: ShareVoice): ControlShare {
+    this.scopes.add(`control:${scope}`);
     return new FleetControlLink(this.fleet, scope, voice);
+  }
+
+  /** Read from what the fleet keeps anyway: its health, the leases of this configuration's scopes, the replicas, the last heartbeat. */
+  figures(): CoordinationFigures {
+    const up = this.fleet.health.up;
+    const rtt = this.fleet.roundTripMs;
+    return {
+      leasesHeld: this.fleet.leasesHeld(this.scopes),
+      replicas: this.fleet.replicas().length,
+      redisUp: up,
+      ...(up && rtt !== null ? { redisRoundTripSeconds: rtt / 1000 } : {}),
+      standDowns: this.standDowns,
+    };
   }
 }

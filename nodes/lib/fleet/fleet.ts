@@ -17,6 +17,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ChargingError } from '../errors';
+import { monotonicNow } from '../clock';
 import type { FleetHooks } from '../client/fleet-hooks';
 import { FailureReporter, FleetConnection, MAX_RECONNECT_PAUSE_MS, type FleetConnectionOptions, type FleetHealth, type HealthListener } from './connection';
 import { FleetKeys } from './keys';
@@ -69,6 +70,8 @@ export class Fleet {
   private again = false;
   private closing: Promise<void> | null = null;
   private readonly failures: FailureReporter;
+  /** the last heartbeat's round trip to Redis, ms (monotonic); null until one succeeds, and after one fails (metrics) */
+  private heartbeatMs: number | null = null;
 
   constructor(private readonly options: FleetOptions) {
     this.keys = new FleetKeys(options.fleetKey);
@@ -136,6 +139,18 @@ export class Fleet {
     return this.live.map((r) => ({ ...r }));
   }
 
+  /** Leases this replica holds now in these scopes (one not open holds none): read by the metrics. */
+  leasesHeld(scopes: Iterable<string>): number {
+    let n = 0;
+    for (const scope of scopes) n += this.scopes.get(scope)?.owned().length ?? 0;
+    return n;
+  }
+
+  /** The last heartbeat's round trip to Redis in ms, or null while none succeeded since the last failure (metrics). */
+  get roundTripMs(): number | null {
+    return this.heartbeatMs;
+  }
+
   /** Runs a cycle soon (a change of a watch list), rather than at the next period. */
   kick(): void {
     if (this.closing) return;
@@ -184,10 +199,13 @@ export class Fleet {
 
   private async cycle(): Promise<void> {
     this.schedule(this.cycleMs);
+    const sent = monotonicNow();
     try {
       await this.heartbeat();
+      this.heartbeatMs = monotonicNow() - sent;
       this.failures.succeeded();
     } catch (err) {
+      this.heartbeatMs = null;
       if (!this.closing) this.failures.failed(err, 'heartbeat');
     }
     for (const s of [...this.scopes.values()]) {

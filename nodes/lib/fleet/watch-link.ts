@@ -31,6 +31,8 @@ export class FleetWatchLink implements WatchShare {
     private readonly fleet: Fleet,
     private readonly scope: string,
     private readonly options: WatchShareOptions,
+    /** told at each stand-down (the metrics count them) */
+    onStandDown: () => void = () => undefined,
   ) {
     const { voice } = options;
     this.own = fleet.ownership<SavedState>(scope, {
@@ -52,6 +54,7 @@ export class FleetWatchLink implements WatchShare {
     });
     this.standDown = new StandDown(this.own, fleet.replicaId, () => options.probe(this.own.watched()[0] ?? ''), {
       onChange: (down, err) => {
+        if (down) onStandDown();
         if (down) voice.warnOnce('fleet-stand-down', `Coordinate replicas: this replica cannot reach the service (${err?.message ?? ''}); its watched tokens go to the other replicas until it can`);
         else voice.warnOnce('fleet-stand-down', 'Coordinate replicas: the service answers again; this replica takes its share of the watched tokens back');
       },

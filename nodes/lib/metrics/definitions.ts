@@ -1,0 +1,142 @@
+/**
+ * Every metric of this package (names start with chargectl_; docs/metrics.md
+ * says what each means), in the registry of our own. Counters and histograms
+ * are moved by the code that knows the fact (configuration.ts); gauges, and
+ * counters kept elsewhere (stand-downs), are read from the figures of one
+ * scrape (figures.ts) by collect(): no timer, nothing computed per request.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { FigureKind, Figures, Snapshot } from './figures';
+
+/** Seconds: a message's whole journey is bounded by 30 s (DEFAULT_RETRY.maxTotalMs). */
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type Labels = Record<string, string>;
+
+/** The instruments the request pipeline, the token cache and the watch nodes move (through configuration.ts). */
+export interface Instruments {
+  requests: Counter<'config' | 'kind' | 'outcome' | 'code'>;
+  duration: Histogram<'config' | 'kind'>;
+  retries: Counter<'config' | 'kind'>;
+  throttled: Counter<'config' | 'kind'>;
+  budgetWait: Histogram<'config'>;
+  renewals: Counter<'config'>;
+  tokenFailures: Counter<'config' | 'code'>;
+  events: Counter<'config' | 'event'>;
+}
+
+export function instruments(registry: Registry): Instruments {
+  const registers = [registry];
+  return {
+    requests: new Counter({
+      name: 'chargectl_requests_total',
+      help: 'Requests to the charging service and its token endpoint, by kind (token, start, stop, progress) and how each ended (outcome ok or error, code: the error code, none when ok); a request is a message\'s whole journey, its retries included',
+      labelNames: ['config', 'kind', 'outcome', 'code'],
+      registers,
+    }),
+    duration: new Histogram({
+      name: 'chargectl_request_duration_seconds',
+      help: 'How long requests took from the call to the answer or the error, waits for a connection, the request budget, the token and retries included',
+      labelNames: ['config', 'kind'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    }),
+    retries: new Counter({ name: 'chargectl_request_retries_total', help: 'Attempts made again after a failed one (a new token after a 401, a pause after a 429, 5xx or a connection refused)', labelNames: ['config', 'kind'], registers }),
+    throttled: new Counter({ name: 'chargectl_throttled_total', help: 'Answers 429 Too Many Requests from the service or its token endpoint', labelNames: ['config', 'kind'], registers }),
+    budgetWait: new Histogram({
+      name: 'chargectl_budget_wait_seconds',
+      help: 'How long requests that had to wait waited for their place in Max requests per second (this replica\'s budget and, with replicas, the fleet\'s)',
+      labelNames: ['config'],
+      buckets: WAIT_BUCKETS,
+      registers,
+    }),
+    renewals: new Counter({ name: 'chargectl_token_renewals_total', help: 'Access tokens taken into use (the first one and every renewal)', labelNames: ['config'], registers }),
+    tokenFailures: new Counter({ name: 'chargectl_token_failures_total', help: 'Failures to get an access token, and fresh tokens the service refused, by error code', labelNames: ['config', 'code'], registers }),
+    events: new Counter({ name: 'chargectl_watch_events_total', help: 'Events sent by watch nodes (pending, started, updated, ended, poll)', labelNames: ['config', 'event'], registers }),
+  };
+}
+
+/** One series of a reader's figures: its value (undefined: the reader could not say) and its labels besides config. */
+type Point = { value: number | undefined; labels?: Labels };
+
+interface Collected<K extends FigureKind> {
+  name: string;
+  help: string;
+  type: 'gauge' | 'counter';
+  kind: K;
+  labelNames?: string[];
+  points(f: Figures[K]): Point[];
+  /** how the readers of one configuration add up: its watch nodes' figures are summed, its Redis is down if any says so */
+  combine: 'sum' | 'min' | 'max';
+}
+
+const num = (v: boolean | number | undefined): number | undefined => (v === undefined ? undefined : typeof v === 'boolean' ? (v ? 1 : 0) : v);
+
+/** Read at scrape time. The charging-depot's gauges (in use, waiting, limit) will be rows here. */
+const COLLECTED: Array<Collected<FigureKind>> = [
+  row({ name: 'chargectl_watched_sessions', help: 'Tokens the watch nodes poll from this replica', type: 'gauge', kind: 'watch', combine: 'sum', points: (f) => [{ value: f.watched }] }),
+  row({ name: 'chargectl_sessions_charging', help: 'Watched tokens whose session has started (a transaction) and not ended', type: 'gauge', kind: 'watch', combine: 'sum', points: (f) => [{ value: f.charging }] }),
+  row({
+    name: 'chargectl_control_targets',
+    help: 'Connectors kept by charging-control nodes on this replica, by the state each is in (its first check done)',
+    type: 'gauge',
+    kind: 'control',
+    labelNames: ['state'],
+    combine: 'sum',
+    points: (f) => Object.entries(f).map(([state, value]) => ({ value, labels: { state } })),
+  }),
+  row({ name: 'chargectl_fleet_leases_held', help: 'Leases this replica holds for the watch and control nodes of the configuration (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'sum', points: (f) => [{ value: f.leasesHeld }] }),
+  row({ name: 'chargectl_fleet_replicas', help: 'Replicas alive in the fleet at the last heartbeat, this one included (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'max', points: (f) => [{ value: f.replicas }] }),
+  row({ name: 'chargectl_redis_up', help: '1 while Redis answers this replica, 0 while it does not (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'min', points: (f) => [{ value: num(f.redisUp) }] }),
+  row({ name: 'chargectl_redis_round_trip_seconds', help: 'The round trip of this replica\'s last heartbeat to Redis; absent while Redis does not answer (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'max', points: (f) => [{ value: f.redisRoundTripSeconds }] }),
+  row({ name: 'chargectl_fleet_stand_downs_total', help: 'Times a watch node gave this replica\'s share of its tokens to the others because it could not reach the service (Coordinate replicas)', type: 'counter', kind: 'coordination', combine: 'sum', points: (f) => [{ value: f.standDowns }] }),
+];
+
+function row<K extends FigureKind>(c: Collected<K>): Collected<FigureKind> {
+  return c as unknown as Collected<FigureKind>;
+}
+
+/** Registers the gauges (and collected counters), each reading the snapshot of the scrape under way. */
+export function collected(registry: Registry, snapshot: () => Snapshot): void {
+  for (const def of COLLECTED) {
+    const labelNames = ['config', ...(def.labelNames ?? [])];
+    const collect = function (this: Gauge<string> | Counter<string>) {
+      this.reset();
+      for (const [config, labels, value] of series(def, snapshot())) {
+        if (this instanceof Gauge) this.set({ ...labels, config }, value);
+        else this.inc({ ...labels, config }, value);
+      }
+    };
+    const options = { name: def.name, help: def.help, labelNames, registers: [registry], collect };
+    if (def.type === 'gauge') new Gauge(options);
+    else new Counter(options);
+  }
+}
+
+/** The series of one collected metric: per configuration and labels, its readers' values combined; left out when any reader failed or none could say. */
+function series(def: Collected<FigureKind>, snap: Snapshot): Array<[string, Labels, number]> {
+  const out: Array<[string, Labels, number]> = [];
+  for (const [config, kinds] of snap) {
+    const figures = kinds[def.kind];
+    if (!figures) continue;
+    const byLabels = new Map<string, { labels: Labels; values: number[] }>();
+    for (const f of figures) {
+      for (const p of def.points(f)) {
+        if (typeof p.value !== 'number' || !Number.isFinite(p.value) || (def.type === 'counter' && p.value < 0)) continue;
+        const key = JSON.stringify(p.labels ?? {});
+        const entry = byLabels.get(key) ?? { labels: p.labels ?? {}, values: [] };
+        entry.values.push(p.value);
+        byLabels.set(key, entry);
+      }
+    }
+    for (const { labels, values } of byLabels.values()) out.push([config, labels, combine(def.combine, values)]);
+  }
+  return out;
+}
+
+function combine(how: 'sum' | 'min' | 'max', values: number[]): number {
+  if (how === 'min') return Math.min(...values);
+  if (how === 'max') return Math.max(...values);
+  return values.reduce((a, b) => a + b, 0);
+}
