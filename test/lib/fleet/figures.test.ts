@@ -1,0 +1,44 @@
+/**
+ * The replica figures a metrics scrape reads (Coordination.figures), against a
+ * real redis-server: the leases this configuration's nodes hold, the live
+ * replicas, Redis's health and round trip, and the stand-downs; with Redis
+ * stopped, the round trip is left out rather than made up.
+ */
+import assert from 'node:assert/strict';
+import { RedisCoordination } from '../../../nodes/lib/fleet/coordination';
+import { ChargingError } from '../../../nodes/lib/errors';
+import type { WatchShareOptions } from '../../../nodes/lib/coordination/coordination';
+import { until } from '../../harness';
+import { fleetSuite } from './fleet-fixture';
+
+const TOKENS = Array.from({ length: 10 }, (_, i) => `RFID-FIG-${i}`);
+const OPTIONS: WatchShareOptions = { voice: { warnOnce: () => undefined, report: () => undefined }, show: () => undefined, probe: () => Promise.reject(new Error('unreachable')) };
+
+describe('fleet: the figures for the metrics (real Redis)', function () {
+  this.timeout(20_000);
+  const suite = fleetSuite();
+
+  it('leases held per configuration, replicas, Redis up with its round trip, stand-downs; Redis stopped: down, no round trip', async () => {
+    const [a, b] = [new RedisCoordination(suite.replica()), new RedisCoordination(suite.replica())];
+    const links = [a.watch('w', OPTIONS), b.watch('w', OPTIONS)];
+    links[0].watch(TOKENS);
+    await until(() => (a.figures().leasesHeld ?? 0) + (b.figures().leasesHeld ?? 0) === TOKENS.length && a.figures().replicas === 2, 'every token leased by one of two replicas');
+    const fa = a.figures();
+    assert.equal(fa.redisUp, true);
+    assert.ok(typeof fa.redisRoundTripSeconds === 'number' && fa.redisRoundTripSeconds > 0 && fa.redisRoundTripSeconds < 2, String(fa.redisRoundTripSeconds));
+    assert.equal(fa.standDowns, 0);
+    assert.ok((fa.leasesHeld ?? 0) > 0 && (b.figures().leasesHeld ?? 0) > 0, 'both hold a share');
+
+    // Three failed polls in a row with another replica there: this one stands down, once.
+    const polled = links[0].watcherOptions().onPolled;
+    for (let i = 0; i < 3; i++) polled?.(TOKENS[0], new ChargingError('NETWORK', 'refused'));
+    assert.equal(a.figures().standDowns, 1);
+    assert.equal(b.figures().standDowns, 0);
+
+    await suite.redis.stop();
+    await until(() => a.figures().redisUp === false, 'Redis seen down');
+    assert.equal(a.figures().redisRoundTripSeconds, undefined, 'left out while Redis does not answer');
+    await Promise.all(links.map((l) => l.close(false)));
+    assert.equal(b.figures().leasesHeld, 0, 'a closed scope holds nothing');
+  });
+});
