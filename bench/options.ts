@@ -11,3 +11,5 @@ export const WATCH_ONLY = process.argv.includes('--watch');
 export const THROUGHPUT_ONLY = process.argv.includes('--throughput');
 /** only the coordination section (bench/fleet.ts) */
 export const FLEET_ONLY = process.argv.includes('--fleet');
+/** only the metrics section (bench/metrics.ts) */
+export const METRICS_ONLY = process.argv.includes('--metrics');
