@@ -172,6 +172,7 @@ export class WatchMode {
   private onEvent(e: WatchEvent, toOutputs: (msg: NodeMessage, event: string) => Outputs): void {
     if (e.session && e.session.warnings.length > 0) this.life.warnOnce('record', e.session.warnings.join('; '));
     const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
+    if (this.life.isClosed) return;
     this.life.emit(toOutputs(msg, e.event));
     this.metrics.emitted(e.event);
     this.life.board.defer(() => {

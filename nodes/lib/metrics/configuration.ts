@@ -21,7 +21,8 @@ export function labelSets(config: string) {
   const perKind = <T>(f: (kind: RequestKind) => T) => Object.fromEntries(REQUEST_KINDS.map((k) => [k, f(k)])) as ByKind<T>;
   const byCode = <T>(f: (code: ChargingErrorCode) => T) => Object.fromEntries(ERROR_CODES.map((c) => [c, f(c)])) as Record<ChargingErrorCode, T>;
   return {
-    requests: perKind((kind) => ({ ok: { config, kind, outcome: 'ok', code: 'none' }, error: byCode((code) => ({ config, kind, outcome: 'error', code })) })),
+    // A request its node or configuration abandoned (CLOSED, a redeploy) did not fail: it is "cancelled", not an error.
+    requests: perKind((kind) => ({ ok: { config, kind, outcome: 'ok', code: 'none' }, error: byCode((code) => ({ config, kind, outcome: code === 'CLOSED' ? 'cancelled' : 'error', code })) })),
     kinds: perKind((kind) => ({ config, kind })),
     config: { config },
     tokenFailures: byCode((code) => ({ config, code })),

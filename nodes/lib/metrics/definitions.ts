@@ -31,7 +31,7 @@ export function instruments(registry: Registry): Instruments {
   return {
     requests: new Counter({
       name: 'chargectl_requests_total',
-      help: 'Requests to the charging service and its token endpoint, by kind (token, start, stop, progress) and how each ended (outcome ok or error, code: the error code, none when ok); a request is a message\'s whole journey, its retries included',
+      help: 'Requests to the charging service and its token endpoint, by kind (token, start, stop, progress) and how each ended (outcome ok, error, or cancelled by a redeploy; code: the error code, none when ok); a request is a message\'s whole journey, its retries included',
       labelNames: ['config', 'kind', 'outcome', 'code'],
       registers,
     }),

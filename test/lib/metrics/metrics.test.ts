@@ -92,7 +92,7 @@ describe('metrics: labels, series and readers (nodes/lib/metrics)', () => {
     assert.deepEqual(json.chargectl_watched_sessions.values.map((v) => [v.labels.config, v.value]), [['good', 5]]);
   });
 
-  it('the client tells what it did: a token failure with its code, a START, a fenced poll that was never sent is not a request', async () => {
+  it('the client tells what it did: a token failure with its code, a START, a query cancelled by a close; a fenced poll that was never sent is not a request', async () => {
     const sim = await startSimulator();
     const m = new ChargingMetrics();
     const cfg = m.configuration('sim', 'x');
@@ -103,13 +103,21 @@ describe('metrics: labels, series and readers (nodes/lib/metrics)', () => {
       await client.sendCommand({ action: 'START', locationId: 'L', evseId: '1', token: 'T-2' });
       const fenced = await rejection(client.getProgress('T-2', { mayProceed: () => false }));
       assert.match(fenced.message, /nothing was sent/);
+      // Abandoned by its node's close (a redeploy): cancelled, not an error.
+      sim.inject({ target: 'get', kind: 'latency', delayMs: 2000 });
+      const closing = new AbortController();
+      const abandoned = client.getProgress('T-3', { signal: closing.signal });
+      setTimeout(() => closing.abort(), 50);
+      assert.equal((await rejection(abandoned)).code, 'CLOSED');
       const s = await text(m);
       const v = (name: string, labels: Record<string, string>) => valueOf(s, name, { config: 'sim', ...labels });
       assert.equal(v('chargectl_token_failures_total', { code: 'NETWORK' }), 1);
       assert.equal(v('chargectl_requests_total', { kind: 'token', outcome: 'error', code: 'NETWORK' }), 1);
       assert.equal(v('chargectl_requests_total', { kind: 'progress', outcome: 'error', code: 'NETWORK' }), 1, 'the query that found no token');
       assert.equal(v('chargectl_requests_total', { kind: 'start', outcome: 'ok', code: 'none' }), 1);
-      assert.equal(v('chargectl_request_duration_seconds_count', { kind: 'progress' }), 1, 'the fenced poll is not one');
+      assert.equal(v('chargectl_requests_total', { kind: 'progress', outcome: 'cancelled', code: 'CLOSED' }), 1);
+      assert.equal(v('chargectl_requests_total', { kind: 'progress', outcome: 'error', code: 'CLOSED' }), undefined);
+      assert.equal(v('chargectl_request_duration_seconds_count', { kind: 'progress' }), 2, 'the fenced poll is not one');
       assert.equal(v('chargectl_token_renewals_total', {}), 1);
     } finally {
       await refused.close();
