@@ -22,12 +22,13 @@ describe('fleet: the figures for the metrics (real Redis)', function () {
     const [a, b] = [new RedisCoordination(suite.replica()), new RedisCoordination(suite.replica())];
     const links = [a.watch('w', OPTIONS), b.watch('w', OPTIONS)];
     links[0].watch(TOKENS);
-    await until(() => (a.figures().leasesHeld ?? 0) + (b.figures().leasesHeld ?? 0) === TOKENS.length && a.figures().replicas === 2, 'every token leased by one of two replicas');
+    // The first replica may lease every token before the second is seen; the share settles within a few cycles.
+    const held = () => [a.figures().leasesHeld ?? 0, b.figures().leasesHeld ?? 0];
+    await until(() => held()[0] + held()[1] === TOKENS.length && held().every((n) => n > 0) && a.figures().replicas === 2, 'every token leased, each replica a share', 10_000);
     const fa = a.figures();
     assert.equal(fa.redisUp, true);
     assert.ok(typeof fa.redisRoundTripSeconds === 'number' && fa.redisRoundTripSeconds > 0 && fa.redisRoundTripSeconds < 2, String(fa.redisRoundTripSeconds));
     assert.equal(fa.standDowns, 0);
-    assert.ok((fa.leasesHeld ?? 0) > 0 && (b.figures().leasesHeld ?? 0) > 0, 'both hold a share');
 
     // Three failed polls in a row with another replica there: this one stands down, once.
     const polled = links[0].watcherOptions().onPolled;
