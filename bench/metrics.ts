@@ -29,7 +29,7 @@ import { BenchContext, closedLoop, median, pct, spread } from './measure';
 import { QUICK } from './options';
 import type { FlowNode } from './runtime';
 
-const ROUNDS = QUICK ? 2 : 9;
+const ROUNDS = QUICK ? 2 : 15;
 const MESSAGES: Record<number, number> = QUICK ? { 1: 300, 10: 800 } : { 1: 2000, 10: 5000 };
 const SCRAPES = QUICK ? 10 : 50;
 const WATCHED = 10_000;

@@ -89,18 +89,27 @@ export class RequestRunner {
     const { waits, policy, timeoutMs } = this.ctx;
     const startedAt = waits.now();
     const budgetEnd = startedAt + Math.max(policy.maxTotalMs, timeoutMs);
-    // The metrics get one call when the journey ends, on the same steps: no promise of their own on the common path.
-    const answered = (res: RawResponse): RawResponse => (this.ctx.metrics.finished(req.kind, null, (waits.now() - startedAt) / 1000), res);
-    const failed = (err: unknown): never => {
-      if (!refusedByFence(err)) this.ctx.metrics.finished(req.kind, isChargingError(err) ? err.code : 'INTERNAL', (waits.now() - startedAt) / 1000);
-      throw err;
-    };
     try {
-      return this.attempt(req, budgetEnd, false).then((result) => ('res' in result ? answered(result.res) : this.retry(req, budgetEnd, result).then(answered, failed)), failed);
+      // The metrics are told when the journey ends, on the steps it takes anyway: no promise of their own on the common path.
+      return this.attempt(req, budgetEnd, false).then(
+        (result) => ('res' in result ? this.answered(req, startedAt, result.res) : this.retry(req, budgetEnd, result, startedAt)),
+        (err: unknown) => this.failed(req, startedAt, err),
+      );
     } catch (err) {
       // Nothing here is expected to throw; if it ever did, the caller still gets a rejection, never a throw into its timer.
-      return Promise.reject(err as Error).catch(failed);
+      return Promise.reject(err as Error).catch((e: unknown) => this.failed(req, startedAt, e));
     }
+  }
+
+  private answered(req: Request, startedAt: number, res: RawResponse): RawResponse {
+    this.ctx.metrics.finished(req.kind, null, (this.ctx.waits.now() - startedAt) / 1000);
+    return res;
+  }
+
+  /** A request that ends in an error; one its fence kept off the wire is no request to the service. */
+  private failed(req: Request, startedAt: number, err: unknown): never {
+    if (!refusedByFence(err)) this.ctx.metrics.finished(req.kind, isChargingError(err) ? err.code : 'INTERNAL', (this.ctx.waits.now() - startedAt) / 1000);
+    throw err;
   }
 
   /**
@@ -111,7 +120,16 @@ export class RequestRunner {
    * pauses growing to maxDelayMs, without using up its attempts: a service back
    * within the 30 s is reached. START/STOP keep their postAttempts.
    */
-  private async retry(req: Request, budgetEnd: number, first: Failed): Promise<RawResponse> {
+  private async retry(req: Request, budgetEnd: number, first: Failed, startedAt: number): Promise<RawResponse> {
+    try {
+      return this.answered(req, startedAt, await this.retryLoop(req, budgetEnd, first));
+    } catch (err) {
+      return this.failed(req, startedAt, err);
+    }
+  }
+
+  /** The attempts after the first, as retry() says. */
+  private async retryLoop(req: Request, budgetEnd: number, first: Failed): Promise<RawResponse> {
     const maxAttempts = req.method === 'GET' ? this.ctx.policy.getAttempts : this.ctx.policy.postAttempts;
     let attempt = 1;
     let counted = 1;
