@@ -1,59 +1,121 @@
 /**
  * Every metric of this package (names start with chargectl_; docs/metrics.md
- * says what each means), in the registry of our own. Counters and histograms
- * are moved by the code that knows the fact (configuration.ts); gauges, and
- * counters kept elsewhere (stand-downs), are read from the figures of one
- * scrape (figures.ts) by collect(): no timer, nothing computed per request.
+ * says what each means), in the registry of our own, all read at scrape
+ * time: counters and histograms from the numbers the live configurations
+ * keep (configuration.ts), gauges and counters kept elsewhere (stand-downs)
+ * from the figures of one scrape (figures.ts). No timer; nothing of
+ * prom-client runs per request.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { FigureKind, Figures, Snapshot } from './figures';
-
-/** Seconds: a message's whole journey is bounded by 30 s (DEFAULT_RETRY.maxTotalMs). */
-const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-const WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+import { CODE, KIND, ROW, type ConfigurationMetrics, type Tally } from './configuration';
+import { ERROR_CODES, REQUEST_KINDS, WATCH_EVENTS } from './labels';
 
 export type Labels = Record<string, string>;
 
-/** The instruments the request pipeline, the token cache and the watch nodes move (through configuration.ts). */
-export interface Instruments {
-  requests: Counter<'config' | 'kind' | 'outcome' | 'code'>;
-  duration: Histogram<'config' | 'kind'>;
-  retries: Counter<'config' | 'kind'>;
-  throttled: Counter<'config' | 'kind'>;
-  budgetWait: Histogram<'config'>;
-  renewals: Counter<'config'>;
-  tokenFailures: Counter<'config' | 'code'>;
-  events: Counter<'config' | 'event'>;
+/** A counter kept by the configurations: per configuration label, each series's labels and count (0s left out: never counted). */
+interface Kept {
+  name: string;
+  help: string;
+  labelNames: string[];
+  series(c: ConfigurationMetrics): Array<[Labels, number]>;
 }
 
-export function instruments(registry: Registry): Instruments {
-  const registers = [registry];
+const perKind = (values: Float64Array): Array<[Labels, number]> => REQUEST_KINDS.map((kind, k) => [{ kind }, values[k]]);
+
+const KEPT: Kept[] = [
+  {
+    name: 'chargectl_requests_total',
+    help: 'Requests to the charging service and its token endpoint, by kind (token, start, stop, progress) and how each ended (outcome ok, error, or cancelled by a redeploy; code: the error code, none when ok); a request is a message\'s whole journey, its retries included',
+    labelNames: ['kind', 'outcome', 'code'],
+    series: (c) =>
+      REQUEST_KINDS.flatMap((kind): Array<[Labels, number]> => [
+        [{ kind, outcome: 'ok', code: 'none' }, c.requests[KIND[kind] * ROW]],
+        // A request its node or configuration abandoned (CLOSED, a redeploy) did not fail: it is "cancelled", not an error.
+        ...ERROR_CODES.map((code): [Labels, number] => [{ kind, outcome: code === 'CLOSED' ? 'cancelled' : 'error', code }, c.requests[KIND[kind] * ROW + 1 + CODE[code]]]),
+      ]),
+  },
+  { name: 'chargectl_request_retries_total', help: 'Attempts made again after a failed one (a new token after a 401, a pause after a 429, 5xx or a connection refused)', labelNames: ['kind'], series: (c) => perKind(c.retries) },
+  { name: 'chargectl_throttled_total', help: 'Answers 429 Too Many Requests from the service or its token endpoint', labelNames: ['kind'], series: (c) => perKind(c.throttles) },
+  { name: 'chargectl_token_renewals_total', help: 'Access tokens taken into use (the first one and every renewal)', labelNames: [], series: (c) => [[{}, c.renewals]] },
+  { name: 'chargectl_token_failures_total', help: 'Failures to get an access token, and fresh tokens the service refused, by error code', labelNames: ['code'], series: (c) => ERROR_CODES.map((code) => [{ code }, c.tokenFailures[CODE[code]]]) },
+  { name: 'chargectl_watch_events_total', help: 'Events sent by watch nodes (pending, started, updated, ended, poll)', labelNames: ['event'], series: (c) => WATCH_EVENTS.map((event, e) => [{ event }, c.events[e]]) },
+];
+
+/** A histogram kept by the configurations: its tallies per configuration and labels. */
+interface KeptHistogram {
+  name: string;
+  help: string;
+  tallies(c: ConfigurationMetrics): Array<[Labels, Tally]>;
+}
+
+const HISTOGRAMS: KeptHistogram[] = [
+  {
+    name: 'chargectl_request_duration_seconds',
+    help: 'How long requests took from the call to the answer or the error, waits for a connection, the request budget, the token and retries included',
+    tallies: (c) => REQUEST_KINDS.map((kind, k) => [{ kind }, c.durations[k]]),
+  },
+  {
+    name: 'chargectl_budget_wait_seconds',
+    help: 'How long requests that had to wait waited for their place in Max requests per second (this replica\'s budget and, with replicas, the fleet\'s)',
+    tallies: (c) => [[{}, c.budgetWait]],
+  },
+];
+
+/** The counters and histograms the configurations keep, read from the live ones at each scrape. */
+export function kept(registry: Registry, live: () => Iterable<ConfigurationMetrics>): void {
+  for (const def of KEPT) {
+    new Counter({
+      name: def.name,
+      help: def.help,
+      labelNames: ['config', ...def.labelNames],
+      registers: [registry],
+      collect(this: Counter<string>) {
+        this.reset();
+        // Configurations of one label add up: inc sums the same labels.
+        for (const c of live()) for (const [labels, value] of def.series(c)) if (value > 0) this.inc({ config: c.label, ...labels }, value);
+      },
+    });
+  }
+  for (const def of HISTOGRAMS) registry.registerMetric(histogramView(def, live) as never);
+}
+
+/**
+ * A histogram from the configurations' tallies, as prom-client's registry
+ * reads any metric (get(): name, help, type, values with metricName and
+ * labels): cumulative buckets with le, +Inf, _sum and _count per series.
+ */
+function histogramView(def: KeptHistogram, live: () => Iterable<ConfigurationMetrics>) {
   return {
-    requests: new Counter({
-      name: 'chargectl_requests_total',
-      help: 'Requests to the charging service and its token endpoint, by kind (token, start, stop, progress) and how each ended (outcome ok, error, or cancelled by a redeploy; code: the error code, none when ok); a request is a message\'s whole journey, its retries included',
-      labelNames: ['config', 'kind', 'outcome', 'code'],
-      registers,
-    }),
-    duration: new Histogram({
-      name: 'chargectl_request_duration_seconds',
-      help: 'How long requests took from the call to the answer or the error, waits for a connection, the request budget, the token and retries included',
-      labelNames: ['config', 'kind'],
-      buckets: DURATION_BUCKETS,
-      registers,
-    }),
-    retries: new Counter({ name: 'chargectl_request_retries_total', help: 'Attempts made again after a failed one (a new token after a 401, a pause after a 429, 5xx or a connection refused)', labelNames: ['config', 'kind'], registers }),
-    throttled: new Counter({ name: 'chargectl_throttled_total', help: 'Answers 429 Too Many Requests from the service or its token endpoint', labelNames: ['config', 'kind'], registers }),
-    budgetWait: new Histogram({
-      name: 'chargectl_budget_wait_seconds',
-      help: 'How long requests that had to wait waited for their place in Max requests per second (this replica\'s budget and, with replicas, the fleet\'s)',
-      labelNames: ['config'],
-      buckets: WAIT_BUCKETS,
-      registers,
-    }),
-    renewals: new Counter({ name: 'chargectl_token_renewals_total', help: 'Access tokens taken into use (the first one and every renewal)', labelNames: ['config'], registers }),
-    tokenFailures: new Counter({ name: 'chargectl_token_failures_total', help: 'Failures to get an access token, and fresh tokens the service refused, by error code', labelNames: ['config', 'code'], registers }),
-    events: new Counter({ name: 'chargectl_watch_events_total', help: 'Events sent by watch nodes (pending, started, updated, ended, poll)', labelNames: ['config', 'event'], registers }),
+    name: def.name,
+    help: def.help,
+    type: 'histogram',
+    aggregator: 'sum',
+    reset: () => undefined,
+    get: async () => {
+      const merged = new Map<string, { labels: Labels; bounds: readonly number[]; counts: number[]; sum: number; count: number }>();
+      for (const c of live()) {
+        for (const [labels, t] of def.tallies(c)) {
+          if (t.count === 0) continue;
+          const all = { config: c.label, ...labels };
+          const key = JSON.stringify(all);
+          const m = merged.get(key) ?? { labels: all, bounds: t.bounds, counts: new Array<number>(t.bounds.length).fill(0), sum: 0, count: 0 };
+          for (let i = 0; i < t.bounds.length; i++) m.counts[i] += t.counts[i];
+          m.sum += t.sum;
+          m.count += t.count;
+          merged.set(key, m);
+        }
+      }
+      const values: Array<{ metricName: string; labels: Record<string, string | number>; value: number }> = [];
+      for (const m of merged.values()) {
+        let cumulative = 0;
+        m.bounds.forEach((le, i) => values.push({ metricName: `${def.name}_bucket`, labels: { le, ...m.labels }, value: (cumulative += m.counts[i]) }));
+        values.push({ metricName: `${def.name}_bucket`, labels: { le: '+Inf', ...m.labels }, value: m.count });
+        values.push({ metricName: `${def.name}_sum`, labels: m.labels, value: m.sum });
+        values.push({ metricName: `${def.name}_count`, labels: m.labels, value: m.count });
+      }
+      return { name: def.name, help: def.help, type: 'histogram', aggregator: 'sum', values };
+    },
   };
 }
 

@@ -4,13 +4,13 @@
  * Node-RED may fill), created once, with every metric defined once. Node-RED
  * runs one runtime per process; redeploys and the test helper's many loads
  * create configurations again, never metrics, so "already registered" cannot
- * happen. A configuration's series live while a configuration of its label
- * does (counted: two configurations of one name add up).
+ * happen. A scrape reads the live configurations only: a closed one's series
+ * are gone with it (two configurations of one name add up).
  */
 import { Registry } from 'prom-client';
-import { collected, instruments, type Instruments } from './definitions';
+import { collected, kept } from './definitions';
 import { FIGURE_KINDS, type Snapshot } from './figures';
-import { ConfigurationMetrics, removeSeries } from './configuration';
+import { ConfigurationMetrics } from './configuration';
 import { configurationLabel } from './labels';
 
 export type ScrapeFormat = 'text' | 'json';
@@ -27,21 +27,17 @@ export const SCRAPE_FORMATS: readonly ScrapeFormat[] = ['text', 'json'];
 
 export class ChargingMetrics {
   private readonly registry = new Registry();
-  private readonly instruments: Instruments;
   private readonly live = new Set<ConfigurationMetrics>();
-  private readonly labels = new Map<string, number>();
   private snapshot: Snapshot = new Map();
 
   constructor() {
-    this.instruments = instruments(this.registry);
+    kept(this.registry, () => this.live);
     collected(this.registry, () => this.snapshot);
   }
 
   /** A configuration's metrics (label: its name, or its id when unnamed): closed with the configuration. */
   configuration(name: unknown, id: string): ConfigurationMetrics {
-    const label = configurationLabel(name, id);
-    this.labels.set(label, (this.labels.get(label) ?? 0) + 1);
-    const handle = new ConfigurationMetrics(label, this.instruments, (closed) => this.release(closed));
+    const handle = new ConfigurationMetrics(configurationLabel(name, id), (closed) => this.live.delete(closed));
     this.live.add(handle);
     return handle;
   }
@@ -81,14 +77,6 @@ export class ChargingMetrics {
       snap.set(handle.label, entry);
     }
     return snap;
-  }
-
-  private release(handle: ConfigurationMetrics): void {
-    if (!this.live.delete(handle)) return;
-    const left = (this.labels.get(handle.label) ?? 1) - 1;
-    if (left > 0) return void this.labels.set(handle.label, left);
-    this.labels.delete(handle.label);
-    removeSeries(this.instruments, handle.label);
   }
 }
 
