@@ -13,3 +13,5 @@ export const THROUGHPUT_ONLY = process.argv.includes('--throughput');
 export const FLEET_ONLY = process.argv.includes('--fleet');
 /** only the ledger section (bench/ledger.ts) */
 export const LEDGER_ONLY = process.argv.includes('--ledger');
+/** only the metrics section (bench/metrics.ts) */
+export const METRICS_ONLY = process.argv.includes('--metrics');

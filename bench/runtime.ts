@@ -17,6 +17,7 @@ const RED = require('node-red') as {
   start(): Promise<void>;
   stop(): Promise<void>;
   httpAdmin: http.RequestListener;
+  httpNode: http.RequestListener;
   nodes: { getNode(id: string): Node | null };
 };
 const express = require(require.resolve('express', { paths: [require.resolve('node-red')] })) as () => http.RequestListener & { use(path: string, h: unknown): void };
@@ -118,6 +119,7 @@ export class EmbeddedNodeRed {
       ...extraSettings,
     });
     app.use('/', RED.httpAdmin);
+    app.use('/api', RED.httpNode); // http in routes (httpNodeRoot)
     await RED.start();
     return new EmbeddedNodeRed(`http://127.0.0.1:${port}/`, server, dir);
   }

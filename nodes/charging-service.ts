@@ -3,23 +3,16 @@ import { CLOSE_GRACE_MS, ServiceClient } from './lib/client/service-client';
 import { ChargingError } from './lib/errors';
 import type { DeriveOptions, MeterUnit, TimestampZone } from './lib/session/record';
 import type { ChargingServiceNode } from './common/service-node';
-import { clientOptions, Credentials, fleetSettings, ServiceSettings } from './common/service-options';
+import { clientOptions, Credentials, fleetSettings, hostOf, ServiceSettings } from './common/service-options';
 import { openCoordination } from './common/coordination-registry';
 import type { Coordination } from './lib/coordination/coordination';
 import { LocalCoordination } from './lib/coordination/local';
 import { registerTestRoute } from './common/test-connection';
+import { runtimeMetrics } from './lib/metrics/registry';
 
 interface ServiceConfig extends NodeDef, ServiceSettings {
   meterUnit?: MeterUnit;
   timestampZone?: TimestampZone;
-}
-
-function hostOf(baseUrl: unknown): string | undefined {
-  try {
-    return new URL(String(baseUrl)).host;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -31,6 +24,9 @@ export = function register(RED: NodeAPI): void {
   function ChargingService(this: ChargingServiceNode & { credentials: Credentials; authUrl: string; baseUrl: string }, config: ServiceConfig): void {
     RED.nodes.createNode(this, config);
     const node = this;
+    // Labelled by the name as typed, or the id: never the service's URL.
+    const metrics = runtimeMetrics().configuration(config.name, node.id);
+    Object.defineProperty(node, 'metrics', { value: metrics, enumerable: false });
     // Log lines read [charging-service:<name>]: without a name, say which service rather than an id.
     if (!config.name) node.name = hostOf(config.baseUrl);
     // Test connection compares against it: the stored secret only goes to the deployed token URL.
@@ -54,7 +50,7 @@ export = function register(RED: NodeAPI): void {
       const opened = openCoordination(node, fleet);
       coordination = opened.coordination;
       releaseFleet = opened.release;
-      client = new ServiceClient({ ...options, fleet: coordination.clientHooks(), onWarning: (text) => node.warn(text) });
+      client = new ServiceClient({ ...options, fleet: coordination.clientHooks(), metrics, onWarning: (text) => node.warn(text) });
     } catch (err) {
       void releaseFleet().catch(() => undefined);
       coordination = new LocalCoordination();
@@ -69,10 +65,12 @@ export = function register(RED: NodeAPI): void {
     };
 
     node.getCoordination = (): Coordination => coordination;
+    metrics.read('coordination', () => coordination.figures());
 
     node.on('close', (_removed: boolean, done: () => void) => {
       const c = client;
       client = null;
+      metrics.close();
       coordination = new LocalCoordination();
       // Nodes using this config have their own grace for requests on the wire;
       // this one bounds whatever is left so close ends well inside Node-RED's 15 s.

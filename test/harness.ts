@@ -30,6 +30,7 @@ export const NODES = [
   require('../nodes/charging-stop'),
   require('../nodes/charging-control'),
   require('../nodes/charging-ledger'),
+  require('../nodes/charging-metrics'),
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -27,6 +27,8 @@ import { getService } from './service-node';
 import { formatEnergy, NodeStatus, StatusKey } from './status';
 import { literalFields, typedFields } from './typed-fields';
 import { resolveFields } from '../lib/session/inputs';
+import type { ControlFigures } from '../lib/metrics/figures';
+import { CONTROL_STATES } from '../lib/metrics/labels';
 
 export interface ControlConfig {
   service: string;
@@ -157,6 +159,8 @@ export class ControlMode {
   private ticker: NodeJS.Timeout | null = null;
   /** another control node of this runtime controls a connector of this one */
   private twoNodes = false;
+  /** stops the metrics reading this node's figures */
+  private unread: () => void = () => undefined;
 
   private constructor(
     private readonly node: Node,
@@ -211,6 +215,11 @@ export class ControlMode {
     mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, share);
     const m = mode;
     share.attach(m.book, settings, () => m.demand());
+    try {
+      m.unread = getService(RED, config.service).metrics.read('control', () => m.figures());
+    } catch {
+      // no configuration: no figures
+    }
     life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     if (fixed) m.claim(fixed);
     void m.book.whenReady().then(() => m.demand());
@@ -283,7 +292,18 @@ export class ControlMode {
     }
   }
 
+  /** Its connectors by state, for a metrics scrape (each state said, 0 too; a connector before its first check is not counted). */
+  private figures(): ControlFigures {
+    const out: ControlFigures = Object.fromEntries(CONTROL_STATES.map((s) => [s, 0]));
+    for (const c of this.book.controllers()) {
+      const state = c.snapshot?.state;
+      if (state) out[state] = (out[state] ?? 0) + 1;
+    }
+    return out;
+  }
+
   private close(removed: boolean): Promise<void> {
+    this.unread();
     this.book.close();
     claims.release(this.node.id);
     if (this.ticker) clearInterval(this.ticker);

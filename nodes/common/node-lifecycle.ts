@@ -30,6 +30,9 @@ export interface WorkContext {
   warnOnce(key: string, text: string): void;
 }
 
+/** A message's work; `redactWith` names what scrubs secrets from an unexpected failure's text. */
+type Work = (msg: NodeMessageInFlow, redactWith: (redact: (s: string) => string) => void) => Promise<Outputs>;
+
 type Send = (msg: Outputs extends infer T ? Exclude<T, null> : never) => void;
 type Done = (err?: Error) => void;
 
@@ -70,8 +73,28 @@ export class NodeLifecycle {
 
   /** Runs `work` for every input message; what it returns is sent, what it throws goes to Catch. */
   onInput(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>): void {
+    this.listen((msg, redactWith) => {
+      const service = getService(this.RED, serviceId);
+      const client = service.getClient();
+      redactWith((s) => client.redact(s));
+      return work(msg, {
+        client,
+        service,
+        signal: this.controller.signal,
+        status: (s) => this.board.set(s),
+        warnOnce: (key, text) => this.warnOnce(key, text),
+      });
+    });
+  }
+
+  /** The same for a node that uses no charging-service configuration (charging-metrics). */
+  onPlainInput(work: (msg: NodeMessageInFlow) => Promise<Outputs>): void {
+    this.listen((msg) => work(msg));
+  }
+
+  private listen(work: Work): void {
     this.node.on('input', (msg: NodeMessageInFlow, send: Send, done: Done) => {
-      const job = this.handle(serviceId, work, msg, send, done);
+      const job = this.handle(work, msg, send, done);
       this.inFlight.add(job);
       const forget = () => this.inFlight.delete(job);
       job.then(forget, forget);
@@ -129,22 +152,14 @@ export class NodeLifecycle {
     this.node.warn(text);
   }
 
-  private async handle(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>, msg: NodeMessageInFlow, send: Send, done: Done): Promise<void> {
+  private async handle(work: Work, msg: NodeMessageInFlow, send: Send, done: Done): Promise<void> {
     let out: Outputs;
-    let client: ServiceClient | undefined;
+    let redact: ((s: string) => string) | undefined;
     try {
-      const service = getService(this.RED, serviceId);
-      client = service.getClient();
-      out = await work(msg, {
-        client,
-        service,
-        signal: this.controller.signal,
-        status: (s) => this.board.set(s),
-        warnOnce: (key, text) => this.warnOnce(key, text),
-      });
+      out = await work(msg, (r) => (redact = r));
     } catch (err) {
       if (this.closed && isChargingError(err) && err.code === 'CLOSED') return this.finish(done);
-      const error = asChargingError(err, client ? (s) => client!.redact(s) : undefined);
+      const error = asChargingError(err, redact);
       this.board.set(Status.error(error));
       return this.safely(() => done(error), error);
     }

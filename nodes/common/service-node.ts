@@ -4,6 +4,7 @@ import { ChargingError } from '../lib/errors';
 import type { ServiceClient } from '../lib/client/service-client';
 import type { DeriveOptions } from '../lib/session/record';
 import type { Coordination } from '../lib/coordination/coordination';
+import type { ConfigurationMetrics } from '../lib/metrics/configuration';
 
 /** The public face of a charging-service config node. */
 export interface ChargingServiceNode extends Node {
@@ -12,6 +13,8 @@ export interface ChargingServiceNode extends Node {
   /** how this configuration shares its work with other replicas (alone: LocalCoordination, the default) */
   getCoordination(): Coordination;
   readonly deriveOptions: DeriveOptions;
+  /** this configuration's metrics: what its nodes count and the figures they let a scrape read */
+  readonly metrics: ConfigurationMetrics;
 }
 
 export function getService(RED: NodeAPI, serviceId: string | undefined): ChargingServiceNode {

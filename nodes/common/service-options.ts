@@ -186,3 +186,12 @@ function plainRemoteRedis(url: string): string | undefined {
   if (isLoopback(host)) return undefined;
   return 'Coordinate replicas: Redis is reached over plain redis:// on another machine: its password, the fleet\'s data and the encrypted token cross the network unencrypted. Use rediss://';
 }
+
+/** The host of a service URL (no credentials, no path): what a configuration without a name is called in the log. */
+export function hostOf(baseUrl: unknown): string | undefined {
+  try {
+    return new URL(String(baseUrl)).host;
+  } catch {
+    return undefined;
+  }
+}

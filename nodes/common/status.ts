@@ -53,6 +53,7 @@ export const STATUS_KEYS = [
   'watchingEnded',
   'ledger.badge',
   'ledger.memory',
+  'metricsScraped',
   'control.badge',
   'control.badgeTargets',
   'control.waiting',

@@ -20,6 +20,7 @@ import { WATCH_STATUS_GAP_MS } from './status-board';
 import { KeptToken, WatchStore } from './watch-store';
 import { WatchShare, type WatchView } from '../lib/session/watch-share';
 import { reachReporter } from '../lib/coordination/reach';
+import type { WatchMetrics } from '../lib/metrics/observers';
 
 export interface WatchConfig {
   service: string;
@@ -39,6 +40,7 @@ export class WatchMode {
     private readonly budget: { client: Pick<ServiceClient, 'setPollDemand' | 'pollStretch' | 'requestRate'>; intervalSec: number },
     /** which of the node's tokens this process polls (alone: all of them) */
     private readonly share: WatchShare,
+    private readonly metrics: WatchMetrics,
   ) {}
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
@@ -84,13 +86,15 @@ export class WatchMode {
       (e) => mode?.onEvent(e, toOutputs),
       (token, err) => life.report(err, token ? { topic: token, payload: { token } } : undefined),
     );
-    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, share);
+    mode = new WatchMode(node, watcher, life, store, { client, intervalSec }, share, service.metrics);
+    const unread = service.metrics.read('watch', () => ({ watched: watcher.size, charging: watcher.charging }));
     share.attach(watcher, () => mode?.demand());
     life.board.setGap(WATCH_STATUS_GAP_MS);
     const own = (config.watchTokens ?? '').split(/[\s,]+/).filter(Boolean);
     store.load((kept) => mode?.resume(own, kept));
     life.onClose((removed) => {
       reach.withdraw();
+      unread();
       watcher.close();
       client.setPollDemand(node.id, 0);
       // The states of the last second are kept before a redeploy or a stop (Node-RED then closes the context).
@@ -172,7 +176,9 @@ export class WatchMode {
   private onEvent(e: WatchEvent, toOutputs: (msg: NodeMessage, event: string) => Outputs): void {
     if (e.session && e.session.warnings.length > 0) this.life.warnOnce('record', e.session.warnings.join('; '));
     const msg: NodeMessage & Record<string, unknown> = { topic: e.token, event: e.event, payload: e.record, session: e.session };
+    if (this.life.isClosed) return;
     this.life.emit(toOutputs(msg, e.event));
+    this.metrics.emitted(e.event);
     this.life.board.defer(() => {
       const values = { count: this.watcher.size, token: e.token, event: e.event, energy: formatEnergy(e.session?.energyKWh ?? null) };
       return Status.ok(e.event === 'ended' ? 'watchingEnded' : values.energy ? 'watchingEnergy' : 'watchingEvent', values);

@@ -14,7 +14,7 @@ describe('locales', () => {
   const files = fs.readdirSync(path.join(LOCALES, 'en-US')).filter((f) => f.endsWith('.json'));
 
   it('has a message catalogue and a help page for every node in en-US', () => {
-    for (const n of ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control']) {
+    for (const n of ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control', 'charging-metrics']) {
       assert.ok(files.includes(`${n}.json`), `${n}.json`);
       const help = fs.readFileSync(path.join(LOCALES, 'en-US', `${n}.html`), 'utf8');
       assert.match(help, new RegExp(`data-help-name="${n}"`));

@@ -22,7 +22,7 @@ const CORE_MODULES = ['common/20-inject.js', 'common/90-comment.js', 'function/1
   require(path.join(CORE_DIR, f)),
 );
 /* eslint-enable @typescript-eslint/no-require-imports */
-const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control', 'charging-ledger'];
+const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control', 'charging-ledger', 'charging-metrics'];
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; wires?: string[][] };
 
@@ -45,7 +45,7 @@ function dashboardTypes(): Set<string> {
   return new Set(Object.keys(manifest?.['node-red'].nodes ?? {}));
 }
 /** The examples that need Dashboard 2.0 besides core nodes and ours. */
-const DASHBOARD_EXAMPLES = ['11 Charging dashboard.json'];
+const DASHBOARD_EXAMPLES = ['11 Charging dashboard.json', '14 Metrics for Prometheus.json'];
 
 function readExample(file: string): FlowNode[] {
   return JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8')) as FlowNode[];
@@ -114,7 +114,7 @@ describe('examples/', () => {
         const extra = DASHBOARD_EXAMPLES.includes(file) && dashboard.has(n.type); // Dashboard 2.0 is a devDependency
         assert.ok(core.has(n.type) || OURS.includes(n.type) || n.type === 'tab' || extra, `${file}: unknown type ${n.type}`);
         for (const w of n.wires ?? []) for (const target of w) assert.ok(ids.has(target), `${file}: ${n.id} wired to missing ${target}`);
-        if (OURS.includes(n.type) && n.type !== 'charging-service') {
+        if (OURS.includes(n.type) && n.type !== 'charging-service' && n.type !== 'charging-metrics') {
           const svc = flow.find((x) => x.id === n.service);
           assert.equal(svc?.type, 'charging-service', `${file}: ${n.id} has a service`);
         }
@@ -389,6 +389,31 @@ describe('examples/', () => {
       } finally {
         await client.close();
       }
+    });
+
+    it('14 metrics: the JSON every few seconds becomes the page\'s figures (3 watched, none charging, requests per second, no failure, Redis not used)', async () => {
+      await run('14 Metrics for Prometheus.json', (flow) => {
+        // The widgets become capture nodes, their Dashboard 2.0 configuration goes: the test loads no Dashboard.
+        for (let i = flow.length - 1; i >= 0; i--) {
+          const n = flow[i];
+          if (n.type === 'ui-text' || n.type === 'ui-chart') flow[i] = { id: n.id, type: 'helper', z: n.z, wires: [] } as FlowNode;
+          else if (String(n.type).startsWith('ui-')) flow.splice(i, 1);
+          else if (n.type === 'inject') n.repeat = '0.3';
+        }
+        flow.push({ id: 'e14-out', type: 'helper', z: 'e14-tab', wires: [] } as FlowNode); // in place of http response
+      });
+      await until(() => Sink.of('e14-w-watched').messages.some((m) => m.payload === 3), 'three watched', 8000);
+      await until(() => Sink.of('e14-w-rate').messages.some((m) => typeof m.payload === 'number' && m.payload > 0), 'requests per second', 8000);
+      assert.equal(Sink.of('e14-w-charging').messages.at(-1)?.payload, 0);
+      assert.equal(Sink.of('e14-w-errors').messages.at(-1)?.payload, '0');
+      assert.equal(Sink.of('e14-w-redis').messages.at(-1)?.payload, 'not used (one replica)');
+      assert.match(String(Sink.of('e14-w-tokens').messages.at(-1)?.payload), /^1 taken, 0 failed$/);
+      // The endpoint's node answers any message with the text exposition and its content type.
+      send('e14-metrics', { payload: 'GET' });
+      const answer = await Sink.of('e14-out').next();
+      assert.match(String(answer.payload), /^chargectl_watched_sessions\{config="e14-service"\} 3$/m, 'an unnamed configuration is labelled by its id');
+      assert.match(String((answer.headers as Record<string, string>)['content-type']), /^text\/plain; version=0\.0\.4/);
+      assert.equal(sim.counters.starts, 0, 'the example starts nothing');
     });
 
     it('12 cheapest hours: the price scheduler\'s true/false reaches charging-control; a cheap hour starts once, an expensive one stops', async () => {

@@ -13,6 +13,7 @@ import type { ConcurrencyLimiter, Release } from './concurrency-limiter';
 import type { Waits } from './deadlines';
 import type { BudgetPriority, RequestBudget } from './request-budget';
 import type { AccessToken, TokenCache } from './token-cache';
+import type { RequestMetrics } from '../metrics/observers';
 
 /** What admission needs to know of a request. */
 export interface Admittable {
@@ -41,6 +42,8 @@ export interface AdmissionContext {
   /** the message's budget, for messages: max(maxTotalMs, timeoutMs) */
   messageBudgetMs: number;
   isClosed: () => boolean;
+  /** told the requests, their retries, 429s and waits for the budget (metrics/observers.ts) */
+  metrics: RequestMetrics;
 }
 
 /**
@@ -84,6 +87,11 @@ const SHARED_MAX_WAIT_MS = 2_000;
 const STALE_AFTER_MIN_MS = 10;
 
 const cancelledByNode = () => closedError('node');
+
+/** Requests their fence kept off the wire (a lease handed over): not a request to the service, so the metrics leave them out. */
+const fenceRefusals = new WeakSet<ChargingError>();
+const markFenced = (err: ChargingError): ChargingError => (fenceRefusals.add(err), err);
+export const refusedByFence = (err: unknown): boolean => err instanceof ChargingError && fenceRefusals.has(err);
 
 /** A fence's plain no, asked from the budget's queue: a promise or a throw is not a no there (passFence reads the fence again). */
 function saysNo(fence: NonNullable<Admittable['mayProceed']>): boolean {
@@ -146,9 +154,13 @@ export class Admission {
       if (budget && !held.placeTaken) {
         // No token yet (the first request, or after a 401): fetch it before taking a place, so that the place is not spent waiting.
         if (!this.ctx.tokens.peek()) await this.waitForToken(req, budgetEnd);
-        if (!budget.tryTake(req.priority ?? 'command')) await this.waitForBudget(req, budget, budgetEnd, fenced);
+        const waitedFrom = this.ctx.waits.now();
+        const queued = !budget.tryTake(req.priority ?? 'command');
+        if (queued) await this.waitForBudget(req, budget, budgetEnd, fenced);
         // Let go without a place (its fence said no): it asks no reservation of the fleet either; passFence says why.
-        if (this.ctx.shared && !fenced.off) await this.waitForShared(req, this.ctx.shared, budget, budgetEnd);
+        const shared = this.ctx.shared && !fenced.off;
+        if (shared) await this.waitForShared(req, this.ctx.shared as SharedBudgetGate, budget, budgetEnd);
+        if (queued || shared) this.ctx.metrics.budgetWaited((this.ctx.waits.now() - waitedFrom) / 1000);
       }
       // Taken now, as the request goes out: a token that expired while the request queued is not sent.
       const token = this.ctx.tokens.peek() ?? (await this.waitForToken(req, budgetEnd));
@@ -267,7 +279,7 @@ export class Admission {
   private async passFence(req: Admittable, fence: NonNullable<Admittable['mayProceed']>, budgetEnd: number, given: Held['fence']): Promise<void> {
     const { waits } = this.ctx;
     // NETWORK as for a connection never made: surely not sent, and not tried again (the lease will not come back by itself).
-    const refused = (why: string) => new ChargingError('NETWORK', `${req.what}: ${why}; nothing was sent`, { retryable: false });
+    const refused = (why: string) => markFenced(new ChargingError('NETWORK', `${req.what}: ${why}; nothing was sent`, { retryable: false }));
     let answer: boolean | Promise<boolean>;
     try {
       answer = given ?? fence();

@@ -5,8 +5,9 @@
  * message's whole journey (queue, token, exchanges, pauses) is bounded by its
  * budget; each exchange by the timeout.
  */
-import { ChargingError, closedError } from '../errors';
-import { Admission, type AdmissionContext, type Admittable } from './admission';
+import { ChargingError, closedError, isChargingError } from '../errors';
+import type { RequestKind } from '../metrics/observers';
+import { Admission, refusedByFence, type AdmissionContext, type Admittable } from './admission';
 import { backoffDelay } from './backoff';
 import { bodyProblemError, Operation, statusError, transportError, unreached } from './classify';
 import { describeBody } from './response-body';
@@ -39,6 +40,8 @@ export const DEFAULT_RETRY: RetryPolicy = {
 };
 
 export interface Request extends Operation, Admittable {
+  /** what the metrics count it as */
+  kind: RequestKind;
   url: string;
   /** a JSON body (POST) */
   data?: string;
@@ -84,13 +87,29 @@ export class RequestRunner {
    */
   run(req: Request): Promise<RawResponse> {
     const { waits, policy, timeoutMs } = this.ctx;
-    const budgetEnd = waits.now() + Math.max(policy.maxTotalMs, timeoutMs);
+    const startedAt = waits.now();
+    const budgetEnd = startedAt + Math.max(policy.maxTotalMs, timeoutMs);
     try {
-      return this.attempt(req, budgetEnd, false).then((result) => ('res' in result ? result.res : this.retry(req, budgetEnd, result)));
+      // The metrics are told when the journey ends, on the steps it takes anyway: no promise of their own on the common path.
+      return this.attempt(req, budgetEnd, false).then(
+        (result) => ('res' in result ? this.answered(req, startedAt, result.res) : this.retry(req, budgetEnd, result, startedAt)),
+        (err: unknown) => this.failed(req, startedAt, err),
+      );
     } catch (err) {
       // Nothing here is expected to throw; if it ever did, the caller still gets a rejection, never a throw into its timer.
-      return Promise.reject(err as Error);
+      return Promise.reject(err as Error).catch((e: unknown) => this.failed(req, startedAt, e));
     }
+  }
+
+  private answered(req: Request, startedAt: number, res: RawResponse): RawResponse {
+    this.ctx.metrics.finished(req.kind, null, (this.ctx.waits.now() - startedAt) / 1000);
+    return res;
+  }
+
+  /** A request that ends in an error; one its fence kept off the wire is no request to the service. */
+  private failed(req: Request, startedAt: number, err: unknown): never {
+    if (!refusedByFence(err)) this.ctx.metrics.finished(req.kind, isChargingError(err) ? err.code : 'INTERNAL', (this.ctx.waits.now() - startedAt) / 1000);
+    throw err;
   }
 
   /**
@@ -101,7 +120,16 @@ export class RequestRunner {
    * pauses growing to maxDelayMs, without using up its attempts: a service back
    * within the 30 s is reached. START/STOP keep their postAttempts.
    */
-  private async retry(req: Request, budgetEnd: number, first: Failed): Promise<RawResponse> {
+  private async retry(req: Request, budgetEnd: number, first: Failed, startedAt: number): Promise<RawResponse> {
+    try {
+      return this.answered(req, startedAt, await this.retryLoop(req, budgetEnd, first));
+    } catch (err) {
+      return this.failed(req, startedAt, err);
+    }
+  }
+
+  /** The attempts after the first, as retry() says. */
+  private async retryLoop(req: Request, budgetEnd: number, first: Failed): Promise<RawResponse> {
     const maxAttempts = req.method === 'GET' ? this.ctx.policy.getAttempts : this.ctx.policy.postAttempts;
     let attempt = 1;
     let counted = 1;
@@ -125,6 +153,7 @@ export class RequestRunner {
       }
       attempt++;
       counted++;
+      this.ctx.metrics.retried(req.kind);
       result = await this.attempt(req, budgetEnd, refreshedAfter401);
       if ('res' in result) return result.res;
     }
@@ -174,6 +203,7 @@ export class RequestRunner {
   /** An answer: handed back, or a failure to retry or report. */
   private outcome(req: Request, res: RawResponse, ex: Exchange, token: AccessToken, allowed: number, afterFreshToken: boolean): Attempted {
     if (ex.ended === 'cancelled') throw closedError('node');
+    if (res.status === 429) this.ctx.metrics.throttled(req.kind);
     const budget = this.ctx.budget;
     if (budget) {
       if (res.status === 429) budget.onThrottled(ex.deadline - ex.allowedMs);

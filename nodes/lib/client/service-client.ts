@@ -20,6 +20,7 @@ import { TokenCache, TokenCacheOptions } from './token-cache';
 import { AUTH_METHODS, AuthMethod, basicCredentials, TokenEndpoint, tokenEndpoint } from './token-endpoint';
 import { Destination, Transport } from './transport';
 import { BudgetPriority, RequestBudget } from './request-budget';
+import { NO_CLIENT_METRICS, type ClientMetrics } from '../metrics/observers';
 
 export interface ServiceClientOptions {
   baseUrl: string;
@@ -57,6 +58,8 @@ export interface ServiceClientOptions {
   now?: () => number;
   /** Coordinate replicas: the fleet's token and request budget (nodes/lib/fleet); absent: this process alone */
   fleet?: FleetHooks;
+  /** told requests, retries, 429s, budget waits and tokens (nodes/lib/metrics); absent: nobody */
+  metrics?: ClientMetrics;
 }
 
 export interface RequestOptions {
@@ -104,6 +107,7 @@ export class ServiceClient {
   private readonly extraHeaders: Record<string, string> | undefined;
   /** the configured client authentication at the token endpoint (default basic, the spec's rule) */
   private readonly authMethod: AuthMethod;
+  private readonly metrics: ClientMetrics;
   private closed = false;
 
   constructor(private readonly options: ServiceClientOptions) {
@@ -113,6 +117,7 @@ export class ServiceClient {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.policy = { ...DEFAULT_RETRY, ...(options.retry ?? {}) };
     this.authMethod = options.authMethod ?? 'basic';
+    this.metrics = options.metrics ?? NO_CLIENT_METRICS;
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
 
     this.redactor.add(options.clientSecret);
@@ -145,6 +150,7 @@ export class ServiceClient {
       now: options.now,
       ...options.tokenCache,
       onWarning: options.onWarning,
+      metrics: this.metrics,
       ...(fleet ? { onInvalidated: (value: string) => fleet.invalidateToken(value, identity) } : {}),
     });
     this.runner = new RequestRunner({
@@ -161,6 +167,7 @@ export class ServiceClient {
       where: this.answers.where,
       extraHeaders: this.extraHeaders,
       isClosed: () => this.closed,
+      metrics: this.metrics,
     });
   }
 
@@ -176,7 +183,7 @@ export class ServiceClient {
       return Promise.reject(err as Error);
     }
     // A promise step, not an async function: a watch node polls through here, and each async frame is paid on every poll.
-    return this.runner.run({ method: 'GET', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority, mayProceed: opts.mayProceed }).then((res) => readProgress(res, this.answers));
+    return this.runner.run({ method: 'GET', kind: 'progress', what: PROGRESS_QUERY, url, accept: progressAnswer, signal: opts.signal, priority: opts.priority, mayProceed: opts.mayProceed }).then((res) => readProgress(res, this.answers));
   }
 
   /**
@@ -191,6 +198,7 @@ export class ServiceClient {
     }
     const res = await this.runner.run({
       method: 'POST',
+      kind: cmd.action === 'START' ? 'start' : 'stop',
       what: cmd.action,
       url: this.sessionsUrl,
       data: JSON.stringify(cmd),
@@ -280,6 +288,7 @@ export class ServiceClient {
       },
       (t) => this.remember(t),
       () => this.closed,
+      this.metrics,
     );
   }
 

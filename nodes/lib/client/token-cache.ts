@@ -1,5 +1,6 @@
 import { ChargingError, closedError } from '../errors';
 import { monotonicNow } from '../clock';
+import { NO_CLIENT_METRICS, type TokenMetrics } from '../metrics/observers';
 
 /** An access token as the cache keeps it. The value never leaves the client. */
 export interface AccessToken {
@@ -33,6 +34,8 @@ export interface TokenCacheOptions {
   onWarning?: (text: string) => void;
   /** told each token the service refused (401), to forget it where it is shared (Coordinate replicas) */
   onInvalidated?: (value: string) => void;
+  /** told each token taken into use and each failure */
+  metrics?: TokenMetrics;
 }
 
 /** Spec §5.5 and §8: a token lives 30 minutes. */
@@ -72,6 +75,7 @@ export class TokenCache {
       now: options.now ?? monotonicNow,
       onWarning: options.onWarning,
       onInvalidated: options.onInvalidated,
+      metrics: options.metrics ?? NO_CLIENT_METRICS,
     };
   }
 
@@ -141,6 +145,7 @@ export class TokenCache {
   }
 
   private recordFailure(error: Error): void {
+    this.opts.metrics.failed(error instanceof ChargingError ? error.code : 'INTERNAL');
     this.failures++;
     const backoff = Math.min(this.opts.maxFailureBackoffMs, this.opts.failureBackoffMs * 2 ** (this.failures - 1));
     // A server that says how long to stay away is believed (RFC 9110 §10.2.3), within the cap.
@@ -177,6 +182,7 @@ export class TokenCache {
       this.failures = 0;
       this.lastFailure = null;
       if (!this.closed) this.token = token;
+      this.opts.metrics.renewed();
       return token;
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));

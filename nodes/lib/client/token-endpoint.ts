@@ -4,6 +4,7 @@
  * retries what is worth retrying. Every error names authentication (code AUTH).
  */
 import { ChargingError, closedError } from '../errors';
+import { NO_CLIENT_METRICS, type RequestMetrics } from '../metrics/observers';
 import { trimTrailingSlashes } from '../settings';
 import { backoffDelay, parseRetryAfter } from './backoff';
 import { transportReason, unreached } from './classify';
@@ -127,6 +128,8 @@ export class TokenEndpoint {
     /** told every token issued, so that it is redacted wherever it shows up */
     private readonly onIssued: (accessToken: string) => void,
     private readonly isClosed: () => boolean,
+    /** told each flight (kind token), its retries and 429s */
+    private readonly metrics: RequestMetrics = NO_CLIENT_METRICS,
   ) {
     this.where = safeHost(options.url);
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
@@ -151,6 +154,17 @@ export class TokenEndpoint {
    */
   async requestWithRetry(): Promise<TokenResponse> {
     const started = this.waits.now();
+    try {
+      const res = await this.flight(started);
+      this.metrics.finished('token', null, (this.waits.now() - started) / 1000);
+      return res;
+    } catch (err) {
+      this.metrics.finished('token', err instanceof ChargingError ? err.code : 'INTERNAL', (this.waits.now() - started) / 1000);
+      throw err;
+    }
+  }
+
+  private async flight(started: number): Promise<TokenResponse> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.request();
@@ -159,6 +173,7 @@ export class TokenEndpoint {
         const delay = Math.max(backoffDelay(attempt, this.options.baseDelayMs, this.options.maxDelayMs), err.retryAfterMs ?? 0);
         if (this.waits.now() - started + delay > this.options.maxTotalMs) throw err;
         await this.waits.sleep(delay, () => closedError('configuration'));
+        this.metrics.retried('token');
       }
     }
   }
@@ -210,6 +225,7 @@ export class TokenEndpoint {
       throw this.fail(`the token endpoint ${this.where} answered ${status}${said}.${hint}`, { statusCode: status, serviceMessage: text });
     }
     if (status < 200 || status >= 300) {
+      if (status === 429) this.metrics.throttled('token');
       throw this.fail(`the token endpoint ${this.where} answered ${status}${said}`, {
         statusCode: status,
         serviceMessage: text,

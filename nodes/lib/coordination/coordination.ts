@@ -15,6 +15,8 @@
  *   exactly once, messages for the holder
  * - reach: how this process's queries of the service end, compared with its peers'
  * - clientHooks: the token and request budget the ServiceClient shares
+ *
+ * And what an operator's dashboard reads of it (`figures`, read-only).
  */
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { ControlTarget } from '../control/view';
@@ -28,6 +30,24 @@ export interface ShareVoice {
   report(err: unknown, about?: { topic: string; target?: ControlTarget }): void;
 }
 
+/**
+ * What a scrape of the metrics reads of the coordination (plain numbers, read
+ * when asked, never computed per request). Alone: nothing (no replica
+ * figures exist). A figure that cannot be read now is left out, not made up.
+ */
+export interface CoordinationFigures {
+  /** leases this replica holds for the watch and control nodes of this configuration */
+  leasesHeld?: number;
+  /** live replicas at the last heartbeat, this one included */
+  replicas?: number;
+  /** whether Redis answers this replica */
+  redisUp?: boolean;
+  /** the round trip of this replica's last heartbeat to Redis, while Redis answers */
+  redisRoundTripSeconds?: number;
+  /** times a watch node of this configuration gave its share away (the service unreachable from here) */
+  standDowns?: number;
+}
+
 export interface Coordination {
   /** work done once per key by the fleet (claims.ts); alone, at once */
   readonly claims: Claims;
@@ -37,4 +57,6 @@ export interface Coordination {
   readonly reach: ServiceReachShare;
   /** what the ServiceClient shares: the token and the request budget (alone: nothing) */
   clientHooks(): FleetHooks | undefined;
+  /** the figures for the metrics, read at a scrape (alone: none) */
+  figures(): CoordinationFigures;
 }

@@ -5,7 +5,7 @@
  */
 import type { FleetHooks } from '../client/fleet-hooks';
 import { localClaims } from './claims';
-import type { Coordination } from './coordination';
+import type { Coordination, CoordinationFigures } from './coordination';
 import { localLeases } from './leases';
 import { noReach } from './reach';
 
@@ -16,5 +16,10 @@ export class LocalCoordination implements Coordination {
 
   clientHooks(): FleetHooks | undefined {
     return undefined;
+  }
+
+  /** A process alone has no replica figures. */
+  figures(): CoordinationFigures {
+    return {};
   }
 }

@@ -7,7 +7,7 @@
  */
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { Claims } from '../coordination/claims';
-import type { Coordination } from '../coordination/coordination';
+import type { Coordination, CoordinationFigures } from '../coordination/coordination';
 import type { Leases } from '../coordination/leases';
 import type { ServiceReachShare } from '../coordination/reach';
 import type { Fleet } from './fleet';
@@ -16,14 +16,36 @@ export class RedisCoordination implements Coordination {
   readonly claims: Claims;
   readonly leases: Leases;
   readonly reach: ServiceReachShare;
+  /** the fleet's scopes this configuration's nodes opened (a watch node's id; control:<id>): its leases are counted there */
+  private readonly scopes = new Set<string>();
 
   constructor(readonly fleet: Fleet) {
     this.claims = fleet.claims;
-    this.leases = fleet.leases;
+    // The scopes this configuration's nodes open, so that its figures count their leases alone.
+    this.leases = {
+      lapses: true,
+      open: (name, options) => {
+        this.scopes.add(name);
+        return fleet.leases.open(name, options);
+      },
+    };
     this.reach = fleet.reach;
   }
 
   clientHooks(): FleetHooks {
     return this.fleet.clientHooks();
+  }
+
+  /** Read from what the fleet keeps anyway: its health, the leases of this configuration's scopes, the replicas, the last heartbeat. */
+  figures(): CoordinationFigures {
+    const up = this.fleet.health.up;
+    const rtt = this.fleet.roundTripMs;
+    return {
+      leasesHeld: this.fleet.leasesHeld(this.scopes),
+      replicas: this.fleet.replicas().length,
+      redisUp: up,
+      ...(up && rtt !== null ? { redisRoundTripSeconds: rtt / 1000 } : {}),
+      standDowns: this.fleet.reach.standDowns,
+    };
   }
 }

@@ -83,6 +83,8 @@ export class Fleet {
   private again = false;
   private closing: Promise<void> | null = null;
   private readonly failures: FailureReporter;
+  /** the last heartbeat's round trip to Redis, ms (monotonic); null until one succeeds, and after one fails (metrics) */
+  private heartbeatMs: number | null = null;
 
   constructor(private readonly options: FleetOptions) {
     this.keys = new FleetKeys(options.fleetKey);
@@ -152,6 +154,19 @@ export class Fleet {
   everyCycle(hook: () => Promise<void>): () => void {
     this.hooks.add(hook);
     return () => this.hooks.delete(hook);
+  }
+
+
+  /** Leases this replica holds now in these scopes (one not open holds none): read by the metrics. */
+  leasesHeld(scopes: Iterable<string>): number {
+    let n = 0;
+    for (const scope of scopes) n += this.scopes.get(scope)?.owned().length ?? 0;
+    return n;
+  }
+
+  /** The last heartbeat's round trip to Redis in ms, or null while none succeeded since the last failure (metrics). */
+  get roundTripMs(): number | null {
+    return this.heartbeatMs;
   }
 
   /** Runs a cycle soon (a change of a list), rather than at the next period. */
@@ -230,10 +245,13 @@ export class Fleet {
 
   private async cycle(): Promise<void> {
     this.schedule(this.cycleMs);
+    const sent = monotonicNow();
     try {
       await this.heartbeat();
+      this.heartbeatMs = monotonicNow() - sent;
       this.failures.succeeded();
     } catch (err) {
+      this.heartbeatMs = null;
       if (!this.closing) this.failures.failed(err, 'heartbeat');
     }
     for (const hook of [...this.hooks]) {

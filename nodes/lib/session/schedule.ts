@@ -120,6 +120,11 @@ export class PollSchedule<T extends { readonly token: string }> {
     this.clear();
   }
 
+  /** The scheduled members, in the order they were added. */
+  scheduled(): IterableIterator<T> {
+    return this.members.values();
+  }
+
   /** The scheduled tokens, in the order they were added. */
   tokens(): string[] {
     return [...this.members.keys()];

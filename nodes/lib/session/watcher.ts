@@ -122,6 +122,13 @@ export class SessionWatcher {
     this.schedule.clear();
   }
 
+  /** Watched tokens whose session has started (a transaction seen) and not ended: read by a metrics scrape, not per poll. */
+  get charging(): number {
+    let n = 0;
+    for (const e of this.schedule.scheduled()) if (e.state.seen && e.state.transactionId !== null) n++;
+    return n;
+  }
+
   /** The watched tokens, in the order they were added. */
   tokens(): string[] {
     return this.schedule.tokens();

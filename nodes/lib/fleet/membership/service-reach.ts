@@ -77,6 +77,8 @@ export class ServiceReach implements ServiceReachShare {
   private readonly probeMs: number;
   private readonly marginMs: number;
   private peersHealthy = false;
+  /** times this replica gave its share away (the metrics count them) */
+  standDowns = 0;
 
   constructor(private readonly options: ServiceReachOptions) {
     this.failures = options.failures ?? 3;
@@ -153,6 +155,7 @@ export class ServiceReach implements ServiceReachShare {
 
   private change(standing: boolean, why: string): void {
     this.standing = standing;
+    if (standing) this.standDowns++;
     try {
       this.options.onChange?.(standing, why);
     } catch {
