@@ -45,10 +45,7 @@ export class WatchMode {
 
   /** Starts polling, or reports why it cannot (no usable configuration) and returns null. */
   static start(RED: NodeAPI, node: Node, config: WatchConfig, life: NodeLifecycle, toOutputs: (msg: NodeMessage, event: string) => Outputs): WatchMode | null {
-    const floor = chargingSessionSettings(RED.settings).minPollIntervalSec;
-    const wanted = Number(config.interval ?? 10);
-    const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
-    if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);
+    const intervalSec = pollInterval(RED, node, config);
     let client;
     let service;
     try {
@@ -187,6 +184,15 @@ export class WatchMode {
 }
 
 /** The badge of a shared list: this replica's share of the whole, or Redis away. */
+/** The node's interval, raised to the runtime's floor (with a warning). */
+function pollInterval(RED: NodeAPI, node: Node, config: WatchConfig): number {
+  const floor = chargingSessionSettings(RED.settings).minPollIntervalSec;
+  const wanted = Number(config.interval ?? 10);
+  const intervalSec = Math.max(floor, Number.isFinite(wanted) ? wanted : 10);
+  if (intervalSec > wanted) node.warn(`Poll interval raised from ${wanted} s to the minimum of ${floor} s`);
+  return intervalSec;
+}
+
 function watchBadge(view: WatchView): NodeStatus {
   return view.up ? Status.ok('watchingFleet', { count: view.count, total: view.total }) : Status.warn('fleetDown', { count: view.count });
 }
