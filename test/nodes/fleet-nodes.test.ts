@@ -210,8 +210,9 @@ describe('Coordinate replicas in the runtime (two configurations as two replicas
       const svc = { id: 'svc', type: 'charging-service', name: 'replica A', baseUrl: rt.sim.baseUrl, authUrl: rt.sim.authUrl, timeout: 2, fleetKey };
       const flow: FlowNode[] = [{ id: 'f1', type: 'tab', label: 'fleet' }, svc, { id: 'w', z: 'f1', type: 'charging-progress', service: 'svc', mode: 'watch', interval: 0.2, watchTokens: tokens.join(' '), wires: [['out']] }, { id: 'out', z: 'f1', type: 'helper' }];
       await helper.load(NODES, flow, { svc: { clientId: CLIENT_ID, clientSecret: 'not-the-secret', coordination: redis.url } });
+      // The other replica may own every token before this one joins: wait for the stand-down itself first.
+      await until(() => /gives its watched tokens and control targets to the others: \d+ queries in a row got no answer from the service \(/.test(loggedText()), 'this replica stands down', 15_000);
       await until(() => ownB.owned().length === tokens.length, 'the other replica owns every token', 15_000);
-      assert.match(loggedText(), /gives its watched tokens and control targets to the others: \d+ queries in a row got no answer from the service \(/);
       await new Promise((r) => setTimeout(r, 1_000));
       assert.equal(ownB.owned().length, tokens.length, 'they stay there while this replica cannot reach the service');
     } finally {
