@@ -120,12 +120,19 @@ export function controlBadge(s: ControlSnapshot, count: number, now: number, two
   let detail = '';
   if (s.state === 'charging') detail = formatEnergy(s.session?.energyKWh ?? null);
   else if (s.state === 'guard') detail = clockText(Math.max(0, (s.guardLeftMs ?? 0) - (now - s.at)));
+  else if (counting(s)) {
+    words.note = 'control.nextStart';
+    detail = clockText(Math.max(0, (s.startInMs ?? 0) - (now - s.at)));
+  }
   else if ((s.state === 'starting' || s.state === 'stopping') && s.attempt && s.attempt.n > 0) detail = `${s.attempt.n}/${s.attempt.of}`;
   else if (s.state === 'idle' && s.reason === ENDED_AT_STATION) words.detail = 'control.endedAtStation';
   if (twoNodes) words.detail = 'control.twoNodes';
-  const values = { detail, count, token: s.target.token, wanted: '' };
-  return { ...FILL[s.state], key: count > 1 ? 'control.badgeTargets' : 'control.badge', values, words, stamp: s.state !== 'guard' };
+  const values = { detail, count, token: s.target.token, wanted: '', note: '' };
+  return { ...FILL[s.state], key: count > 1 ? 'control.badgeTargets' : 'control.badge', values, words, stamp: s.state !== 'guard' && !counting(s) };
 }
+
+/** A badge that counts down to the next START (failed or busy, the retry or the bound on STARTs holding it back). */
+const counting = (s: ControlSnapshot): boolean => (s.state === 'failed' || s.state === 'busy') && s.startInMs !== undefined;
 
 /** The target when every field is a literal set in the node: then the node serves it alone. */
 function fixedTarget(config: ControlConfig): ControlTarget | undefined {
@@ -241,11 +248,12 @@ export class ControlMode {
     const s = this.shown;
     if (!s) return;
     this.life.board.set(controlBadge(s, this.book.size, monotonicNow(), this.twoNodes));
-    // The guard's countdown moves once a second while it is shown; no timer otherwise.
-    if (s.state === 'guard' && !this.ticker) {
+    // A countdown (the guard, the next START) moves once a second while it is shown; no timer otherwise.
+    const countdown = s.state === 'guard' || counting(s);
+    if (countdown && !this.ticker) {
       this.ticker = setInterval(() => this.badge(), 1000);
       this.ticker.unref?.();
-    } else if (s.state !== 'guard' && this.ticker) {
+    } else if (!countdown && this.ticker) {
       clearInterval(this.ticker);
       this.ticker = null;
     }

@@ -58,6 +58,7 @@ export const STATUS_KEYS = [
   'control.off',
   'control.endedAtStation',
   'control.twoNodes',
+  'control.nextStart',
   'control.state.idle',
   'control.state.starting',
   'control.state.charging',

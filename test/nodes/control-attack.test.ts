@@ -4,7 +4,7 @@
  * force-stop pressed for a second session. Commands counted where they land.
  */
 import assert from 'node:assert/strict';
-import { load, Sink, send, until, delay, runtimeSuite, clientFor, FlowNode, loggedText } from '../harness';
+import { load, Sink, send, until, delay, runtimeSuite, clientFor, FlowNode, loggedText, statusCalls } from '../harness';
 
 const TARGET = { locationId: 'CA-LOC', evseId: '1', token: 'CA-RFID-1' };
 const SINKS = [{ id: 'out', type: 'helper' }, { id: 'caught', type: 'helper' }];
@@ -58,5 +58,29 @@ describe('charging-control attacked (runtime + simulator, compressed time)', fun
     }
     await delay(300);
     assert.equal(stops(), 2);
+  });
+
+  it('msg.restart pressed after failed while the bound on STARTs is full: an output and a badge that say when the next START goes, and no START', async () => {
+    rt.sim.inject({ target: 'post', kind: 'ignore-start', times: 100 });
+    await load(rt.sim, [control({ retryInterval: 20 }), ...SINKS, CATCH]);
+    send('ctl', { payload: true });
+    await until(() => states().at(-1) === 'failed', 'failed after two STARTs', 8000);
+    assert.equal(rt.sim.counters.startArrivals, 2);
+    const before = outs().length;
+    await delay(400); // the badge of the failed round is shown
+    send('ctl', { payload: true, restart: true }); // the dashboard's restart button
+    await until(() => outs().length > before, 'an output answering the press', 3000);
+    const answer = outs().at(-1) as Record<string, unknown>;
+    assert.equal(answer.payload, 'failed');
+    assert.match(String(answer.reason), /^no more than 2 STARTs per 20 s: next START in 0:(1\d|20)$/);
+    const badge = () => statusCalls('ctl').map((s) => String(s.text ?? '')).at(-1) ?? '';
+    await until(() => /^on → failed next START in 0:(1\d|20)/.test(badge()), `a badge with the next START: ${badge()}`, 3000);
+    await delay(600);
+    assert.equal(rt.sim.counters.startArrivals, 2, 'the bound holds: no START');
+    // The same press again answers again (a press, not a repeated state); still no START.
+    const more = outs().length;
+    send('ctl', { payload: true, restart: true });
+    await until(() => outs().length > more, 'the second press answered', 3000);
+    assert.equal(rt.sim.counters.startArrivals, 2);
   });
 });

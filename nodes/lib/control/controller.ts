@@ -63,6 +63,8 @@ export interface ControlSnapshot {
   session: SessionInfo | null;
   attempt?: { n: number; of: number };
   guardLeftMs?: number;
+  /** failed or busy while on is wanted: ms until the next START may go, from `at` */
+  startInMs?: number;
   /** monotonic ms when taken */
   at: number;
 }
@@ -100,6 +102,8 @@ export class TargetController {
   private refusalShown: string | null = null;
   /** failures of checks inside an outage already reported: not reported again */
   private readonly quiet = new WeakSet<ChargingError>();
+  /** msg.restart was pressed and taken: the next state shown is output even when it is the one shown before (a press is answered) */
+  private pressed = false;
 
   constructor(
     readonly target: ControlTarget,
@@ -122,6 +126,7 @@ export class TargetController {
   async want(wanted: boolean, opts: WishOptions = {}): Promise<Result> {
     if (this.closed || !applyWish(this.m, wanted, opts, this.deps.clock.now(), this.s)) return undefined;
     this.wishes++;
+    if (opts.restart === true) this.pressed = true;
     this.refusalShown = null;
     // A store that cannot write does not hold the wish back: the check still runs (a START waits for the store, a STOP does not).
     const unsaved = await this.save().then(() => undefined, asError);
@@ -195,7 +200,10 @@ export class TargetController {
     // The number is kept with the memory (committed with the wish's effect): a new holder never applies it again.
     if (!wish || wish.seq <= this.m.wishSeq) return;
     this.m.wishSeq = wish.seq;
-    if (applyWish(this.m, wish.wanted, { force: wish.force, restart: wish.restart, energyLimit: wish.energyLimit }, this.deps.clock.now(), this.s)) this.wishes++;
+    if (applyWish(this.m, wish.wanted, { force: wish.force, restart: wish.restart, energyLimit: wish.energyLimit }, this.deps.clock.now(), this.s)) {
+      this.wishes++;
+      if (wish.restart === true) this.pressed = true;
+    }
     await this.save();
   }
 
@@ -294,10 +302,12 @@ export class TargetController {
 
   private show(decision: Decision, view: ProgressView, record: ProgressRecord | null): void {
     const session = record && (view.kind === 'active' || view.kind === 'pending') ? deriveSession(record, this.deps.derive) : null;
-    const snapshot: ControlSnapshot = { target: this.target, state: decision.state, wanted: this.m.wanted, reason: decision.reason, session, attempt: decision.attempt, guardLeftMs: decision.guardLeftMs, at: this.deps.clock.now() };
+    const snapshot: ControlSnapshot = { target: this.target, state: decision.state, wanted: this.m.wanted, reason: decision.reason, session, attempt: decision.attempt, guardLeftMs: decision.guardLeftMs, startInMs: decision.startInMs, at: this.deps.clock.now() };
     this.last = snapshot;
     const shown = `${decision.state}|${String(this.m.wanted)}`;
-    const changed = shown !== this.m.shown;
+    // A restart pressed while the bound on STARTs holds the START back leaves the state as it was: it is answered all the same.
+    const changed = shown !== this.m.shown || this.pressed;
+    this.pressed = false;
     this.m.shown = shown;
     this.deps.onState(snapshot, changed);
   }

@@ -39,6 +39,8 @@ export interface Decision {
   attempt?: { n: number; of: number };
   /** in guard: ms left */
   guardLeftMs?: number;
+  /** failed or busy while on is wanted: ms until the next START may go (the retry, or the bound on STARTs) */
+  startInMs?: number;
   /** to Catch as well as on the output: a session that did not stop */
   error?: ChargingError;
 }
@@ -74,7 +76,7 @@ export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, 
   // A held wish cancelled by a flip back is a change: written down (a redeploy must not bring it back) and shown.
   const cancelled = m.held !== null;
   m.held = null;
-  return takeWish(m, wanted, opts, s) || cancelled;
+  return takeWish(m, wanted, opts, now, s) || cancelled;
 }
 
 /** A held wish that has lasted its delay takes effect (called at every decision). */
@@ -82,10 +84,10 @@ export function ripen(m: ControlMemory, now: number, s: ControlSettings): void {
   const h = m.held;
   if (!h || now - h.since < (h.wanted ? s.onDelayMs : s.offDelayMs)) return;
   m.held = null;
-  takeWish(m, h.wanted, { force: h.force, restart: h.restart, ...(h.energyLimit !== undefined ? { energyLimit: h.energyLimit } : {}) }, s);
+  takeWish(m, h.wanted, { force: h.force, restart: h.restart, ...(h.energyLimit !== undefined ? { energyLimit: h.energyLimit } : {}) }, now, s);
 }
 
-function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, s: ControlSettings): boolean {
+function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, now: number, s: ControlSettings): boolean {
   const limit = wanted ? (opts.energyLimit === undefined ? s.energyLimitKWh : opts.energyLimit) : m.limitKWh;
   const newLimit = limit !== m.limitKWh;
   m.limitKWh = limit;
@@ -105,8 +107,9 @@ function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, s: Contr
       m.done = null;
       return true;
     }
-    // msg.restart: a new round, only where something holds the START back.
-    if (!opts.restart || !(m.failed?.action === 'START' || m.endedAtStation || m.done)) return newLimit;
+    // msg.restart: a new round, only where something holds the START back (the bound on STARTs too: the press is then answered with when the next START goes).
+    const bound = m.command === null && startFreeIn(m, now, s) > 0;
+    if (!opts.restart || !(m.failed?.action === 'START' || m.endedAtStation || m.done || bound)) return newLimit;
     m.endedAtStation = false;
     m.done = null;
     newRound(m);
@@ -241,7 +244,7 @@ function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlS
     // A timed retry: the car may be plugged in later, the connector may free.
     const left = s.retryMs > 0 ? s.retryMs - (now - m.failed.at) : Infinity;
     const state = m.failed.busy ? 'busy' : 'failed';
-    if (left > 0) return { state, reason: left < Infinity ? `${m.failed.reason}; next round in ${mmss(left)}` : m.failed.reason, attempt, nextMs: Math.min(s.checkMs, left) };
+    if (left > 0) return { state, reason: left < Infinity ? `${m.failed.reason}; next round in ${mmss(left)}` : m.failed.reason, attempt, nextMs: Math.min(s.checkMs, left), ...(left < Infinity ? { startInMs: left } : {}) };
     newRound(m);
     attempt.n = 0;
   }
@@ -249,7 +252,7 @@ function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlS
   const guard = guardLeft(m, 'START', now, s);
   if (guard > 0) return { state: 'guard', reason: `START in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last STOP`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
   const free = startFreeIn(m, now, s);
-  if (free > 0) return { state: 'failed', reason: `no more than ${s.startAttempts} STARTs per ${secs(startWindowMs(s))}: next START in ${mmss(free)}`, nextMs: Math.min(free, s.checkMs) };
+  if (free > 0) return { state: 'failed', reason: `no more than ${s.startAttempts} STARTs per ${secs(startWindowMs(s))}: next START in ${mmss(free)}`, nextMs: Math.min(free, s.checkMs), startInMs: free };
   const n = attempt.n + 1;
   return { state: 'starting', reason: `START ${n}/${s.startAttempts} sent`, send: { action: 'START' }, attempt: { n, of: s.startAttempts }, nextMs: Math.min(s.confirmMs, s.waitMs) };
 }

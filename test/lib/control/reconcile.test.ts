@@ -55,6 +55,20 @@ describe('charging-control rules (pure)', () => {
     assert.equal(decide(again, NONE, 0, S)?.send?.action, 'START');
   });
 
+  it('msg.restart while the bound on STARTs is full: taken (so it is answered), no START, and the decision says when the next one goes', () => {
+    const m = mem({ wanted: true, round: 'START', attempts: 2, failed: { action: 'START', reason: 'x', at: 100_000 }, starts: [40_000, 100_000] });
+    const failed = decide(m, NONE, 120_000, S);
+    assert.equal(failed?.startInMs, S.retryMs - 20_000, 'the retry');
+    assert.equal(applyWish(m, true, { restart: true }, 120_000, S), true);
+    const held = decide(m, NONE, 120_000, S);
+    assert.equal(held?.state, 'failed');
+    assert.equal(held?.send, undefined);
+    assert.equal(held?.startInMs, 600_000 - 80_000, 'the bound frees with the oldest START of the window');
+    assert.match(held?.reason ?? '', /^no more than 2 STARTs per 600 s: next START in 8:40$/);
+    assert.equal(applyWish(m, true, { restart: true }, 130_000, S), true, 'pressed again: answered again');
+    assert.equal(decide(m, NONE, 640_000, S)?.send?.action, 'START', 'once the bound frees');
+  });
+
   it('an end without a STOP of ours while on is wanted latches "ended at the station"; an end after our STOP does not', () => {
     const m = mem({ wanted: true });
     observe(m, active(), 0, S);
