@@ -21,6 +21,7 @@ import type { ControlStore } from '../control/store';
 import type { ControlTarget } from '../control/view';
 import type { ChargingError } from '../errors';
 import type { Claims } from './claims';
+import type { GrantPool, GrantStore } from './grants';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 
@@ -100,4 +101,10 @@ export interface Coordination {
   clientHooks(): FleetHooks | undefined;
   watch(scope: string, options: WatchShareOptions): WatchShare;
   control(scope: string, voice: ShareVoice, local: LocalControlStore): ControlShare;
+  /**
+   * The pool of grants named `pool` (a depot: grants.ts), shared by every
+   * caller that names it; alone kept in `local`. A Coordination without it
+   * answers unavailable (no grant, so no START): grantsOf() in grants.ts.
+   */
+  grants?(pool: string, local: GrantStore): GrantPool;
 }

@@ -12,6 +12,8 @@ import type { ChargingError } from '../errors';
 import type { ChargingCommand } from '../session/commands';
 import type { SavedState, SessionWatcher, WatcherOptions } from '../session/watcher';
 import { localClaims } from './claims';
+import { LocalGrantPool } from './grant-pool';
+import type { GrantPool, GrantStore } from './grants';
 import type { CommandRun, CommandShare, ControlShare, Coordination, LocalControlStore, ShareVoice, WatchShare, WatchShareOptions } from './coordination';
 
 const sendNow: CommandShare = {
@@ -34,6 +36,14 @@ export class LocalCoordination implements Coordination {
 
   control(_scope: string, _voice: ShareVoice, local: LocalControlStore): ControlShare {
     return new LocalControlShare(local);
+  }
+
+  private readonly pools = new Map<string, LocalGrantPool>();
+
+  grants(pool: string, local: GrantStore): GrantPool {
+    let p = this.pools.get(pool);
+    if (!p) this.pools.set(pool, (p = new LocalGrantPool({ store: local })));
+    return p;
   }
 }
 
