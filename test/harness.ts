@@ -29,6 +29,8 @@ export const NODES = [
   require('../nodes/charging-progress'),
   require('../nodes/charging-stop'),
   require('../nodes/charging-control'),
+  require('../nodes/charging-depot'),
+  require('../nodes/charging-depot-status'),
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -70,8 +70,17 @@ export class NodeLifecycle {
 
   /** Runs `work` for every input message; what it returns is sent, what it throws goes to Catch. */
   onInput(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>): void {
+    this.listen((msg, send, done) => this.handle(serviceId, work, msg, send, done));
+  }
+
+  /** The same for a node that sends nothing to the service (a depot's status): no client. */
+  onMessage(work: (msg: NodeMessageInFlow) => Promise<Outputs>): void {
+    this.listen((msg, send, done) => this.deliver(() => work(msg), send, done));
+  }
+
+  private listen(run: (msg: NodeMessageInFlow, send: Send, done: Done) => Promise<void>): void {
     this.node.on('input', (msg: NodeMessageInFlow, send: Send, done: Done) => {
-      const job = this.handle(serviceId, work, msg, send, done);
+      const job = run(msg, send, done);
       this.inFlight.add(job);
       const forget = () => this.inFlight.delete(job);
       job.then(forget, forget);
@@ -130,21 +139,29 @@ export class NodeLifecycle {
   }
 
   private async handle(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>, msg: NodeMessageInFlow, send: Send, done: Done): Promise<void> {
-    let out: Outputs;
     let client: ServiceClient | undefined;
-    try {
+    const run = async () => {
       const service = getService(this.RED, serviceId);
       client = service.getClient();
-      out = await work(msg, {
+      return work(msg, {
         client,
         service,
         signal: this.controller.signal,
         status: (s) => this.board.set(s),
         warnOnce: (key, text) => this.warnOnce(key, text),
       });
+    };
+    return this.deliver(run, send, done, (s) => (client ? client.redact(s) : s));
+  }
+
+  /** Runs one message's work: its result sent, its failure to Catch (redacted), guarded both ways. */
+  private async deliver(run: () => Promise<Outputs>, send: Send, done: Done, redact?: (s: string) => string): Promise<void> {
+    let out: Outputs;
+    try {
+      out = await run();
     } catch (err) {
       if (this.closed && isChargingError(err) && err.code === 'CLOSED') return this.finish(done);
-      const error = asChargingError(err, client ? (s) => client!.redact(s) : undefined);
+      const error = asChargingError(err, redact);
       this.board.set(Status.error(error));
       return this.safely(() => done(error), error);
     }

@@ -48,7 +48,7 @@ export class LocalGrantPool implements GrantPool {
   private lastSweep = -Infinity;
   private readonly unconfirmed = new Set<string>();
   private recountUntil = -Infinity;
-  private readonly listeners = new Set<() => void>();
+  private readonly listeners = new Set<(mayAdmit: boolean) => void>();
   private readonly now: () => number;
   private readonly ready: Promise<void>;
 
@@ -71,6 +71,7 @@ export class LocalGrantPool implements GrantPool {
     if (op.op !== 'look') this.unconfirmed.delete(key);
     const after = this.entries.get(key);
     const changed = JSON.stringify(kept) !== JSON.stringify(after && keptOf(after));
+    const mayAdmit = (before !== undefined && after === undefined) || (before !== undefined && after !== undefined && after.weight < before.weight - EPS && kept?.state === 'granted');
     if (changed) {
       try {
         await this.o.store.save(key, after && keptOf(after));
@@ -78,7 +79,7 @@ export class LocalGrantPool implements GrantPool {
         this.restore(key, before, kept, now);
         return { ok: false, reason: `the depot could not keep its table (${(err as Error)?.message ?? String(err)})` };
       }
-      this.changed();
+      this.changed(mayAdmit);
     }
     return this.answer(key, granted, now);
   }
@@ -92,7 +93,7 @@ export class LocalGrantPool implements GrantPool {
     this.configured = configured;
     this.setRules({ ...limits, agingMs: rules.agingMs });
     if (!keepRunTime) await this.o.store.saveLimits({ ...limits, configured }).catch(() => undefined);
-    this.changed();
+    this.changed(true);
   }
 
   async setLimit(limit: Pick<PoolRules, 'limit' | 'budgetKW'>): Promise<GrantList> {
@@ -103,7 +104,7 @@ export class LocalGrantPool implements GrantPool {
       return { ok: false, reason: `the depot could not keep its limit (${(err as Error)?.message ?? String(err)})` };
     }
     this.setRules({ ...this.rules, ...limit });
-    this.changed();
+    this.changed(true);
     return this.list();
   }
 
@@ -114,12 +115,13 @@ export class LocalGrantPool implements GrantPool {
     return { ok: true, table: this.table(now), queue: this.queue.map(copy) };
   }
 
-  onChange(fn: () => void): () => void {
+  onChange(fn: (mayAdmit: boolean) => void): () => void {
     this.listeners.add(fn);
     return () => this.listeners.delete(fn);
   }
 
   private ask(key: string, op: Extract<GrantOp, { op: 'ask' }>, now: number): boolean {
+    if (op.requeue && this.entries.get(key)?.state === 'granted') this.remove(key, now);
     let e = this.entries.get(key);
     if (!e) {
       if (this.entries.size >= MAX_ENTRIES) return false;
@@ -194,6 +196,8 @@ export class LocalGrantPool implements GrantPool {
   private fits(e: Live, now: number): boolean {
     if (this.unconfirmed.size > 0 && now < this.recountUntil) return false;
     const { limit, budgetKW } = this.rules;
+    // Not configured yet (or a limit that cannot be read): nobody is granted.
+    if (limit === null && budgetKW === null) return false;
     let n = this.inUse;
     let kw = this.usedKW;
     for (const q of this.queue) {
@@ -261,7 +265,7 @@ export class LocalGrantPool implements GrantPool {
       this.unconfirmed.delete(e.key);
       void this.o.store.save(e.key, undefined).catch(() => undefined);
       this.o.onDropped?.(copy(e), expired ? 'expired' : 'lapsed');
-      this.changed();
+      this.changed(true);
     }
   }
 
@@ -276,10 +280,10 @@ export class LocalGrantPool implements GrantPool {
     this.updateOver(now, false);
   }
 
-  private changed(): void {
+  private changed(mayAdmit: boolean): void {
     for (const fn of [...this.listeners]) {
       try {
-        fn();
+        fn(mayAdmit);
       } catch {
         // a listener's failure is its own
       }

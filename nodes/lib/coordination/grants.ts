@@ -75,8 +75,13 @@ export interface GrantTable {
 export const HEAD_SIZE = 16;
 
 export type GrantOp =
-  /** join the queue or stay in it; granted when every waiter ahead fits too. waitMs: dropped if not asked again within it */
-  | { op: 'ask'; priority: number; weight: number; waitMs: number; lapseMs: number; note: GrantNote }
+  /**
+   * join the queue or stay in it; granted when every waiter ahead fits too.
+   * waitMs: dropped if not asked again within it. requeue: the key's session
+   * ended, so a grant it still holds is given up and it asks again at the
+   * back of the queue (break before make, in the same step)
+   */
+  | { op: 'ask'; priority: number; weight: number; waitMs: number; lapseMs: number; note: GrantNote; requeue?: boolean }
   /** a session is there: the entry counts (waiting becomes granted); `create`: the note of an entry this creates (null: create none) */
   | { op: 'hold'; priority: number; weight: number; lapseMs: number; note: GrantNote; create: GrantNote | null }
   /** nothing of the key counts any more */
@@ -100,8 +105,12 @@ export interface GrantPool {
   /** the limit at run time (kept across restarts; with replicas, fleet-wide) */
   setLimit(limit: Pick<PoolRules, 'limit' | 'budgetKW'>): Promise<GrantList>;
   list(): Promise<GrantList>;
-  /** told after every change of the table (a grant freed: a waiter may start now); returns the unsubscribe */
-  onChange(fn: () => void): () => void;
+  /**
+   * Told after every change of the table; `mayAdmit` when the change may let
+   * a waiter in (a grant released or lapsed, a waiter gone, a weight lowered,
+   * the limit changed). Returns the unsubscribe.
+   */
+  onChange(fn: (mayAdmit: boolean) => void): () => void;
 }
 
 /** What a pool alone keeps across restarts (the depot's context store): one record per key, and the limits. */
