@@ -37,6 +37,7 @@ export function energyWh(car: Car, ms: number): number {
   const { fullPowerMs, taperMs } = phases(car);
   if (t <= fullPowerMs) return (t / H) * car.powerW;
   const start = (fullPowerMs / H) * car.powerW;
+  if (taperMs <= 0) return start;
   const tau = Math.min(t - fullPowerMs, taperMs);
   // P(τ) = P (1 − τ/T): E = P (τ − τ²/2T)
   return start + (car.powerW * (tau - (tau * tau) / (2 * taperMs))) / H;

@@ -51,6 +51,10 @@ describe('simulator: cars, the station and the peak of sessions', () => {
     for (let t = 0; t < fullAfterMs(car); t += step) sum += (powerAt(car, t + step / 2) * step) / H;
     assert.ok(Math.abs(sum - 20_000) < 1, `numerical integral ${sum}`);
     assert.equal(energyWh({ powerW: 7_000, needWh: Infinity, taperWh: 0 }, H), 7_000, 'the default car: constant power');
+    const noTaper = { powerW: 10_000, needWh: 5_000, taperWh: 0 };
+    assert.equal(energyWh(noTaper, 2 * H), 5_000, 'no taper: full power until full, then nothing');
+    assert.equal(powerAt(noTaper, 0.5 * H - 1), 10_000);
+    assert.equal(powerAt(noTaper, 0.5 * H), 0);
   });
 
   it('the progress record meters the plugged-in car: full power, taper, then a frozen meter (0 W)', async () => {

@@ -37,7 +37,7 @@ export function holdFacts(view: ProgressView, m: ControlMemory): HoldFacts {
 export function takeYield(m: ControlMemory, word: DepotWord | null, view: ProgressView): void {
   const y = word?.yield;
   if (!y || view.kind !== 'active' || m.wanted !== true || m.done || m.yielding) return;
-  if (y.kind === 'idle') m.done = { reason: `${y.reason}: stopped; not started again until a new wish`, transactionId: view.transactionId, byDepot: true };
+  if (y.kind === 'idle') m.done = { reason: y.reason, transactionId: view.transactionId, byDepot: true };
   else m.yielding = { transactionId: view.transactionId, reason: y.reason, kind: y.kind };
 }
 

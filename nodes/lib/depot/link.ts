@@ -157,7 +157,7 @@ export class DepotLink implements DepotHook {
 
   private of(key: string): Seen {
     let seen = this.seen.get(key);
-    if (!seen) this.seen.set(key, (seen = { trace: new EnergyTrace(this.keepMs), mayHave: true, hadSession: false, view: null }));
+    if (!seen) this.seen.set(key, (seen = { trace: new EnergyTrace(this.keepMs, this.o.settings.idleWindowMs > 0 ? this.o.settings.idleWindowMs : Infinity), mayHave: true, hadSession: false, view: null }));
     return seen;
   }
 

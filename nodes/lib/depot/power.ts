@@ -9,7 +9,7 @@
 
 /** Two readings at least this far apart measure a power (a meter in Wh at 11 kW moves 30 Wh in 10 s: 3 % steps). */
 export const MEASURE_SPAN_MS = 10_000;
-/** Readings closer than this to the last kept one are not kept (checks every 2 s while a command is awaited). */
+/** Readings kept at most this close (checks every 2 s while a command is awaited), unless the trace's window asks for finer. */
 const SPACING_MS = 5_000;
 
 export interface Reading {
@@ -25,10 +25,16 @@ export class EnergyTrace {
   private tx: string | null = null;
   private readings: Reading[] = [];
 
+  private readonly spacingMs: number;
+
   constructor(
     /** readings older than this (behind the newest) are let go: the longest look back (the idle window) and a margin */
     private readonly keepMs: number,
-  ) {}
+    /** the shortest window it is asked about (the idle window): readings are kept at a tenth of it at most */
+    windowMs = Infinity,
+  ) {
+    this.spacingMs = Math.min(SPACING_MS, Math.max(100, windowMs / 10));
+  }
 
   /** A reading of the session `tx` (energy so far, kWh). */
   add(tx: string, at: number, kWh: number): void {
@@ -41,7 +47,7 @@ export class EnergyTrace {
     if (last && kWh < last.kWh) this.readings = [];
     // The newest always; the ones before it at least SPACING_MS apart.
     const prev = this.readings[this.readings.length - 2];
-    if (prev && at - prev.at < SPACING_MS) this.readings[this.readings.length - 1] = { at, kWh };
+    if (prev && at - prev.at < this.spacingMs) this.readings[this.readings.length - 1] = { at, kWh };
     else this.readings.push({ at, kWh });
     const from = at - this.keepMs;
     let drop = 0;
