@@ -11,3 +11,5 @@ export const WATCH_ONLY = process.argv.includes('--watch');
 export const THROUGHPUT_ONLY = process.argv.includes('--throughput');
 /** only the coordination section (bench/fleet.ts) */
 export const FLEET_ONLY = process.argv.includes('--fleet');
+/** only the depot section (bench/depot.ts) */
+export const DEPOT_ONLY = process.argv.includes('--depot');

@@ -49,6 +49,8 @@ export class LocalGrantPool implements GrantPool {
   private readonly unconfirmed = new Set<string>();
   private recountUntil = -Infinity;
   private readonly listeners = new Set<(mayAdmit: boolean) => void>();
+  /** the holders in order of since, kept until the set of holders changes (a table per check must not sort a thousand) */
+  private holders: Live[] | null = null;
   private readonly now: () => number;
   private readonly ready: Promise<void>;
 
@@ -70,7 +72,7 @@ export class LocalGrantPool implements GrantPool {
     else if (before) this.renew(before, now);
     if (op.op !== 'look') this.unconfirmed.delete(key);
     const after = this.entries.get(key);
-    const changed = JSON.stringify(kept) !== JSON.stringify(after && keptOf(after));
+    const changed = !sameKept(kept, after && keptOf(after));
     const mayAdmit = (before !== undefined && after === undefined) || (before !== undefined && after !== undefined && after.weight < before.weight - EPS && kept?.state === 'granted');
     if (changed) {
       try {
@@ -154,6 +156,7 @@ export class LocalGrantPool implements GrantPool {
     return true;
   }
 
+
   private hold(key: string, op: Extract<GrantOp, { op: 'hold' }>, now: number): void {
     let e = this.entries.get(key);
     if (!e) {
@@ -210,6 +213,7 @@ export class LocalGrantPool implements GrantPool {
   }
 
   private count(e: Live, sign: 1 | -1): void {
+    this.holders = null;
     this.inUse += sign;
     this.usedKW += sign * e.weight;
     if (this.inUse === 0) this.usedKW = 0; // no float dust left behind
@@ -296,14 +300,21 @@ export class LocalGrantPool implements GrantPool {
     return { ok: true, granted: granted && e?.state === 'granted', entry: e ? copy(e) : null, position, table: this.table(now) };
   }
 
+  /**
+   * The table as an answer shows it. Its entries are the pool's own (read-only
+   * by type): a view at the moment of the answer, to be read before the next
+   * operation. The holders' order is kept until the holders change.
+   */
   private table(now: number): GrantTable {
-    const holders: GrantEntry[] = [];
-    for (const e of this.entries.values()) if (e.state === 'granted') holders.push(copy(e));
-    holders.sort((a, b) => a.since - b.since || (a.key < b.key ? -1 : 1));
+    if (!this.holders) {
+      this.holders = [];
+      for (const e of this.entries.values()) if (e.state === 'granted') this.holders.push(e);
+      this.holders.sort((a, b) => a.since - b.since || (a.key < b.key ? -1 : 1));
+    }
     return {
       now, limit: this.rules.limit, budgetKW: this.rules.budgetKW, agingMs: this.rules.agingMs,
       inUse: this.inUse, usedKW: this.usedKW, waiting: this.queue.length, overSince: this.overSince,
-      holders, head: this.queue.slice(0, HEAD_SIZE).map(copy),
+      holders: this.holders, head: this.queue.slice(0, HEAD_SIZE),
     };
   }
 
@@ -348,9 +359,16 @@ function copy(e: Live): GrantEntry {
   return { key: e.key, state: e.state, priority: e.priority, weight: e.weight, askedAt: e.askedAt, since: e.since, renewedAt: e.renewedAt, note: { ...e.note } };
 }
 
-/** What the store keeps of an entry: renewals aside, and the weight to 0.1 kW (a measured power that wobbles writes nothing). */
+/** What the store keeps of an entry: renewals aside, and the weight to 0.5 kW (a measured power that wobbles writes nothing). */
 function keptOf(e: Live): KeptGrant {
-  return { key: e.key, state: e.state, priority: e.priority, weight: Math.round(e.weight * 10) / 10, askedAt: e.askedAt, since: e.since, waitMs: e.waitMs, lapseMs: e.lapseMs, note: e.note };
+  return { key: e.key, state: e.state, priority: e.priority, weight: Math.round(e.weight * 2) / 2, askedAt: e.askedAt, since: e.since, waitMs: e.waitMs, lapseMs: e.lapseMs, note: e.note };
+}
+
+function sameKept(a: KeptGrant | undefined, b: KeptGrant | undefined): boolean {
+  if (!a || !b) return a === b;
+  if (a.state !== b.state || a.priority !== b.priority || a.weight !== b.weight || a.askedAt !== b.askedAt || a.since !== b.since || a.waitMs !== b.waitMs || a.lapseMs !== b.lapseMs) return false;
+  const ka = Object.keys(a.note);
+  return ka.length === Object.keys(b.note).length && ka.every((k) => a.note[k] === b.note[k]);
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

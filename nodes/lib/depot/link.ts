@@ -110,7 +110,7 @@ export class DepotLink implements DepotHook {
     seen.hadSession = f.session;
     seen.view = depotView(a.table, a.position);
     if (!a.entry || a.entry.note.station === true || a.entry.state !== 'granted' || f.transactionId === null || f.yielding) return { view: seen.view };
-    const stop = idleFor(seen.trace.drawn(s.idleWindowMs), s) ?? yieldFor(a.table, key, s);
+    const stop = idleFor(seen.trace.drawn(s.idleWindowMs), s) ?? yieldFor(a.table, a.entry, s);
     return stop ? { view: seen.view, yield: stop } : { view: seen.view };
   }
 

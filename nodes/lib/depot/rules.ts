@@ -63,9 +63,11 @@ export function fittingWaiters(t: GrantTable): number {
  * waiter's aged one.
  * A station session never yields; a holder already yielding is not picked again.
  */
-export function yieldFor(t: GrantTable, key: string, s: DepotSettings): Yield | null {
-  const me = t.holders.find((h) => h.key === key);
-  if (!me || !managed(me) || yielding(me)) return null;
+export function yieldFor(t: GrantTable, me: GrantEntry, s: DepotSettings): Yield | null {
+  if (me.state !== 'granted' || !managed(me) || yielding(me)) return null;
+  // Nobody waits and nothing is over: nothing to yield for (the usual check, at no cost).
+  if (t.waiting === 0 && t.overSince === null) return null;
+  const key = me.key;
   const now = t.now;
   const ran = (h: GrantEntry) => now - h.since;
   const lowFirst = (a: GrantEntry, b: GrantEntry) => a.priority - b.priority || b.since - a.since || (a.key < b.key ? -1 : 1);
@@ -75,11 +77,15 @@ export function yieldFor(t: GrantTable, key: string, s: DepotSettings): Yield | 
   }
   // Over the limit, a holder that goes makes no room for a waiter: that is the shed's work.
   if (t.overSince !== null) return null;
-  let served = t.holders.filter(yielding).length;
+  const blocked = t.head.slice(fittingWaiters(t));
+  if (blocked.length === 0) return null;
   const free = t.holders.filter((h) => managed(h) && !yielding(h));
+  // Without turns, only a waiter of a higher priority than some holder can take a slot: most checks end here.
+  if (s.turnMs <= 0 && !blocked.some((w) => free.some((h) => h.priority < w.priority))) return null;
+  let served = t.holders.length - free.length - t.holders.filter((h) => !managed(h)).length;
   const picked = new Set<string>();
   const roomFor = (h: GrantEntry, w: GrantEntry) => t.budgetKW === null || t.usedKW - h.weight + w.weight <= t.budgetKW + 1e-9;
-  for (const w of t.head.slice(fittingWaiters(t))) {
+  for (const w of blocked) {
     if (served > 0) {
       served--;
       continue;

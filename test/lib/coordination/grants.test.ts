@@ -71,7 +71,7 @@ describe('grants: the local pool', () => {
     assert.equal(ok(await pool.sync('B', { op: 'look' })).table.limit, 2, 'a limit that could not be kept is not in force');
   });
 
-  it('renewals write nothing; a weight that wobbles under 0.1 kW writes nothing', async () => {
+  it('renewals write nothing; a weight that wobbles within 0.5 kW writes nothing', async () => {
     const store = new MemoryGrantStore();
     const pool = new LocalGrantPool({ store, now: () => 1_000 });
     await pool.configure({ limit: 2, budgetKW: null, agingMs: 0 });

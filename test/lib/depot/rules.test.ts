@@ -12,6 +12,8 @@ import { depotSettings, parsePriority, runTimeLimits, type DepotSettings } from 
 
 const S: DepotSettings = depotSettings({ limit: 2, minRun: 600, turn: 1800, aging: 3600, idleKWh: 0.1, idleWindow: 1800, overFor: 60 }).settings;
 const MIN = 60_000;
+/** the entry of `key` among the table's holders (a key not holding: a waiting stand-in, never picked) */
+const me = (t: GrantTable, key: string): GrantEntry => t.holders.find((h) => h.key === key) ?? { ...entry(key), state: 'waiting' };
 const entry = (key: string, e: Partial<GrantEntry> = {}): GrantEntry => ({ key, state: 'granted', priority: 0, weight: 11, askedAt: 0, since: 0, renewedAt: 0, note: {}, ...e });
 function table(holders: readonly GrantEntry[], head: readonly GrantEntry[] = [], t: Partial<GrantTable> = {}): GrantTable {
   return { now: 100 * MIN, limit: 2, budgetKW: null, agingMs: 3_600_000, inUse: holders.length, usedKW: holders.reduce((s, h) => s + h.weight, 0), waiting: head.length, overSince: null, holders, head: head.map((w) => ({ ...w, state: 'waiting' })), ...t };
@@ -20,46 +22,46 @@ function table(holders: readonly GrantEntry[], head: readonly GrantEntry[] = [],
 describe('depot rules (pure)', () => {
   it('turns: with someone waiting, the longest-running holder past `turn` yields, one per waiter; nobody before `turn`', () => {
     const t = table([entry('A', { since: 40 * MIN }), entry('B', { since: 60 * MIN })], [entry('W', { askedAt: 90 * MIN })]);
-    assert.equal(yieldFor(t, 'A', S)?.kind, 'turn');
-    assert.equal(yieldFor(t, 'A', S)?.reason, 'turn over after 60:00; 1 waiting');
-    assert.equal(yieldFor(t, 'B', S), null, 'one waiter: one turn');
-    assert.equal(yieldFor({ ...t, now: 69 * MIN }, 'A', S), null, 'not yet 30 minutes');
+    assert.equal(yieldFor(t, me(t, 'A'), S)?.kind, 'turn');
+    assert.equal(yieldFor(t, me(t, 'A'), S)?.reason, 'turn over after 60:00; 1 waiting');
+    assert.equal(yieldFor(t, me(t, 'B'), S), null, 'one waiter: one turn');
+    assert.equal(yieldFor({ ...t, now: 69 * MIN }, me({ ...t, now: 69 * MIN }, 'A'), S), null, 'not yet 30 minutes');
     const two = table(t.holders, [entry('W', { askedAt: 90 * MIN }), entry('V', { askedAt: 91 * MIN })]);
-    assert.equal(yieldFor(two, 'B', S)?.kind, 'turn', 'two waiters: both holders past their turn');
+    assert.equal(yieldFor(two, me(two, 'B'), S)?.kind, 'turn', 'two waiters: both holders past their turn');
     const served = table([entry('A', { since: 40 * MIN, note: { yielding: 'turn' } }), entry('B', { since: 60 * MIN })], [entry('W', { askedAt: 90 * MIN })]);
-    assert.equal(yieldFor(served, 'B', S), null, 'the waiter is served by A, already stopping');
-    assert.equal(yieldFor(t, 'A', { ...S, turnMs: 0 }), null, 'turns off');
+    assert.equal(yieldFor(served, me(served, 'B'), S), null, 'the waiter is served by A, already stopping');
+    assert.equal(yieldFor(t, me(t, 'A'), { ...S, turnMs: 0 }), null, 'turns off');
   });
 
   it('a waiter that fits now is not waiting for anyone: no turn, no preemption', () => {
     const t = table([entry('A', { since: 0 })], [entry('W', { askedAt: 90 * MIN, priority: 5 })]);
     assert.equal(fittingWaiters(t), 1);
-    assert.equal(yieldFor(t, 'A', S), null);
+    assert.equal(yieldFor(t, me(t, 'A'), S), null);
   });
 
   it('preemption: a waiter of higher priority (its own, not aged) takes the slot of the lowest priority, latest started holder past minRun', () => {
     const holders = [entry('A', { since: 10 * MIN, priority: 1 }), entry('B', { since: 20 * MIN }), entry('C', { since: 30 * MIN })];
     const t = table(holders, [entry('W', { priority: 2, askedAt: 99 * MIN })], { limit: 3 });
-    assert.deepEqual(['A', 'B', 'C'].map((k) => yieldFor(t, k, { ...S, turnMs: 0 })?.kind ?? null), [null, null, 'preempt']);
-    assert.match(yieldFor(t, 'C', { ...S, turnMs: 0 })?.reason ?? '', /^priority 2 is waiting: stopped after 70:00; 1 waiting$/);
+    assert.deepEqual(['A', 'B', 'C'].map((k) => yieldFor(t, me(t, k), { ...S, turnMs: 0 })?.kind ?? null), [null, null, 'preempt']);
+    assert.match(yieldFor(t, me(t, 'C'), { ...S, turnMs: 0 })?.reason ?? '', /^priority 2 is waiting: stopped after 70:00; 1 waiting$/);
     const young = table([entry('A', { since: 95 * MIN })], [entry('W', { priority: 2, askedAt: 99 * MIN })], { limit: 1 });
-    assert.equal(yieldFor(young, 'A', S), null, 'minRun protects it');
+    assert.equal(yieldFor(young, me(young, 'A'), S), null, 'minRun protects it');
     const aged = table([entry('A', { since: 0 })], [entry('W', { priority: 0, askedAt: 0 })], { limit: 1 });
     assert.equal(agedPriority(aged.head[0], aged.now, aged.agingMs), 1, 'aged one level');
-    assert.equal(yieldFor(aged, 'A', { ...S, turnMs: 0 }), null, 'aging orders the queue; it does not stop a car');
+    assert.equal(yieldFor(aged, me(aged, 'A'), { ...S, turnMs: 0 }), null, 'aging orders the queue; it does not stop a car');
   });
 
   it('shed: over the limit for overFor, the managed holder past minRun with the lowest priority and latest start; one at a time; never a station session', () => {
     const holders = [entry('A', { since: 0, priority: 1 }), entry('B', { since: 10 * MIN }), entry('S', { since: 50 * MIN, note: { station: true } })];
     const t = table(holders, [], { limit: 1, overSince: 99 * MIN });
-    assert.equal(yieldFor(t, 'B', S)?.kind, 'shed');
-    assert.equal(yieldFor(t, 'B', S)?.reason, 'over the limit: shed');
-    assert.equal(yieldFor(t, 'A', S), null);
-    assert.equal(yieldFor(t, 'S', S), null, 'a station session is never stopped by the depot');
-    assert.equal(yieldFor({ ...t, overSince: 99.5 * MIN }, 'B', S), null, 'not over for overFor yet');
+    assert.equal(yieldFor(t, me(t, 'B'), S)?.kind, 'shed');
+    assert.equal(yieldFor(t, me(t, 'B'), S)?.reason, 'over the limit: shed');
+    assert.equal(yieldFor(t, me(t, 'A'), S), null);
+    assert.equal(yieldFor(t, me(t, 'S'), S), null, 'a station session is never stopped by the depot');
+    assert.equal(yieldFor({ ...t, overSince: 99.5 * MIN }, me({ ...t, overSince: 99.5 * MIN }, 'B'), S), null, 'not over for overFor yet');
     const stopping = table([entry('A', { since: 0, priority: 1 }), entry('B', { since: 10 * MIN, note: { yielding: 'shed' } }), entry('C', { since: 20 * MIN })], [], { limit: 1, overSince: 90 * MIN });
-    assert.equal(yieldFor(stopping, 'C', S), null, 'one at a time: B is still stopping');
-    assert.equal(yieldFor(t, 'B', { ...S, onOver: 'wait' }), null, 'onOver wait: nobody is stopped');
+    assert.equal(yieldFor(stopping, me(stopping, 'C'), S), null, 'one at a time: B is still stopping');
+    assert.equal(yieldFor(t, me(t, 'B'), { ...S, onOver: 'wait' }), null, 'onOver wait: nobody is stopped');
   });
 
   it('the order and its words; a full car', () => {
@@ -85,7 +87,7 @@ describe('depot rules (pure)', () => {
         const hs = holders.map((h, i) => entry(`H${i}`, { since: h.since * MIN, priority: h.priority, note: { station: h.station, yielding: h.yielding ? 'turn' : null } }));
         const ws = waiters.map((w, i) => entry(`W${i}`, { askedAt: w.askedAt * MIN, priority: w.priority }));
         const t = table(hs, ws, { limit, inUse: hs.length, overSince: over ? 0 : null, now: 200 * MIN });
-        const picked = hs.filter((h) => yieldFor(t, h.key, S) !== null);
+        const picked = hs.filter((h) => yieldFor(t, me(t, h.key), S) !== null);
         assert.ok(picked.every((h) => h.note.station !== true && h.note.yielding === null));
         if (over) assert.ok(picked.length <= 1, 'a shed is one at a time');
         else assert.ok(picked.length <= Math.max(0, ws.length - fittingWaiters(t)), `${picked.length} picked for ${ws.length} waiters`);
