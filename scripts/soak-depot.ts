@@ -4,14 +4,16 @@
  * charging-control's at their defaults: check 30 s, wait 60 s, 2 STARTs,
  * retry 600 s, guard 300 s), kept by one control book on a fake clock that
  * the simulator follows, every request real HTTP. Each day, each connector
- * may get a car: it arrives at a random hour (the flow wants it on), needs
+ * may get a car: most nights a van that comes back between 16 and 20 h and
+ * leaves between 5 and 8 h the next morning, on other days a visitor between
+ * 8 and 14 h for 2–6 hours. A car arrives (the flow wants it on), needs
  * 5–60 kWh at 7.4, 11 or 22 kW (tapering over its last tenth, 0 W when
- * full) and leaves 2–12 hours later (the flow wants it off, then the car is
- * unplugged).
+ * full) and leaves (the flow wants it off, then the car is unplugged).
  *
  * Reports the peak of sessions at once (exact, from the simulator: must not
  * pass the limit), the waiting time per car from its on to its first START
- * (median, worst), turns per day, STARTs per connector per day, and the
+ * (median, worst), the cars full when they left, turns per day, STARTs per
+ * connector per day, and the
  * commands that no wish, turn, shed or full car asked for (must be 0). Exit 1
  * when either fails.
  */
@@ -26,7 +28,7 @@ import { LocalGrantPool } from '../nodes/lib/coordination/grant-pool';
 import type { GrantStore } from '../nodes/lib/coordination/grants';
 import { DepotLink, type DepotHook } from '../nodes/lib/depot/link';
 import { depotSettings } from '../nodes/lib/depot/settings';
-import { ChargingServiceSimulator } from '../simulator/simulator';
+import { ChargingServiceSimulator, energyWh } from '../simulator/simulator';
 import { FakeClock } from '../test/lib/control/fake-clock';
 import { rng } from './soak-faults';
 
@@ -121,13 +123,14 @@ export async function soakDepot(args: DepotSoakArgs): Promise<boolean> {
   const events: Array<{ at: number; run(): void | Promise<void> }> = [];
   const at = (ms: number, run: () => void | Promise<void>) => events.push({ at: t0 + ms, run });
   let cars = 0;
+  let full = 0;
   for (const c of connectors) {
     let free = 0; // the connector is free from here (the last car left)
     for (let d = 0; d < args.days; d++) {
-      if (random() < 0.25) continue; // no car today
-      const arrive = Math.max(free + 10 * 60_000, d * DAY + (5 + random() * 15) * H);
-      const stay = (2 + random() * 10) * H;
-      const leave = arrive + stay;
+      const van = random() < 0.7;
+      if (!van && random() < 0.5) continue; // no car today
+      const arrive = Math.max(free + 10 * 60_000, d * DAY + (van ? 16 + random() * 4 : 8 + random() * 6) * H);
+      const leave = van ? (d + 1) * DAY + (5 + random() * 3) * H : arrive + (2 + random() * 4) * H;
       free = leave;
       const powerW = [7_400, 11_000, 22_000][Math.floor(random() * 3)];
       const needWh = (5 + random() * 55) * 1000;
@@ -138,6 +141,9 @@ export async function soakDepot(args: DepotSoakArgs): Promise<boolean> {
         await wish(c, true);
       });
       at(leave, async () => {
+        // Full when it leaves: what its sessions drew since it came, by the simulator's own meter.
+        const drawn = sim.sessionLog().filter((s) => s.token === c.target.token && s.createdAt >= clock.wall() - (leave - arrive)).reduce((wh, s) => wh + energyWh(s.car, Math.min(s.stoppedAt ?? clock.wall(), clock.wall()) - s.startedAt), 0);
+        if (drawn >= needWh - 1) full++;
         await wish(c, false);
         c.waitingSince = null;
         sim.unplug(c.target);
@@ -175,10 +181,10 @@ export async function soakDepot(args: DepotSoakArgs): Promise<boolean> {
     ['wall-clock seconds', ((Date.now() - started) / 1000).toFixed(0)],
     ['cpu seconds', ((process.cpuUsage(cpu).user + process.cpuUsage(cpu).system) / 1e6).toFixed(1)],
     ['settings', `${CONNECTORS} connectors, depot limit ${LIMIT}, turn 1800 s, the other depot and control settings at their defaults (minRun 600 s, aging 3600 s, idle 0.1 kWh in 1800 s, overFor 60 s; check 30 s, wait 60 s, 2 STARTs, retry 600 s, guard 300 s)`],
-    ['cars', String(cars)],
+    ['cars (full when they left)', `${cars} (${full})`],
     ['peak of sessions at once (exact; limit 3)', String(peak)],
     ['waiting time per car, on to first START: median / worst', `${minutes(sorted[Math.floor(sorted.length / 2)])} / ${minutes(sorted.at(-1))}`],
-    ['turns per day', (yields.turn / args.days).toFixed(2)],
+    ['turns per day (per connector)', `${(yields.turn / args.days).toFixed(2)} (${(yields.turn / args.days / CONNECTORS).toFixed(2)})`],
     ['full cars let go (idle), sheds, preemptions', `${yields.idle}, ${yields.shed}, ${yields.preempt}`],
     ['STARTs per connector per day: mean / most in a day', `${(starts / CONNECTORS / args.days).toFixed(2)} / ${maxPerDay}`],
     ['STOPs', String(sends.filter((s) => s.action === 'STOP').length)],

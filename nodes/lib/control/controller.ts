@@ -193,8 +193,11 @@ export class TargetController {
     if (this.closed) return undefined;
     let decision = decide(this.m, view, this.deps.clock.now(), this.s, this.deps.mayCommand?.(this.target) ?? true);
     if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
+    const asked = this.wishes;
     if (!counted && this.deps.depot) decision = await this.admit(this.deps.depot, decision);
     if (this.closed) return undefined;
+    // A wish came while the depot was asked: its own check decides (a START granted for the old one is not sent; its slot goes at that check).
+    if (asked !== this.wishes && decision.send) decision = { state: actualState(view), reason: 'a new wish came while the depot was asked', nextMs: this.s.confirmMs };
     let error = decision.error;
     const wishes = this.wishes;
     if (decision.send) ({ decision, error } = await this.execute(decision, view));
