@@ -8,7 +8,7 @@
  */
 import type { GrantAnswer, GrantPool } from '../coordination/grants';
 import { EnergyTrace, MEASURE_SPAN_MS } from './power';
-import { depotView, type DepotView, idleFor, queueReason, type Yield, yieldFor } from './rules';
+import { depotView, type DepotView, fullAtStop, idleFor, queueReason, type Yield, yieldFor } from './rules';
 import type { DepotSettings } from './settings';
 
 /** What a check found for a target that counts. */
@@ -110,8 +110,10 @@ export class DepotLink implements DepotHook {
     seen.hadSession = f.session;
     seen.view = depotView(a.table, a.position);
     if (!a.entry || a.entry.note.station === true || a.entry.state !== 'granted' || f.transactionId === null || f.yielding) return { view: seen.view };
-    const stop = idleFor(seen.trace.drawn(s.idleWindowMs), s) ?? yieldFor(a.table, a.entry, s);
-    return stop ? { view: seen.view, yield: stop } : { view: seen.view };
+    const idle = idleFor(seen.trace.drawn(s.idleWindowMs), s);
+    if (idle) return { view: seen.view, yield: idle };
+    const stop = yieldFor(a.table, a.entry, s);
+    return stop ? { view: seen.view, yield: fullAtStop(seen.trace.span(), s) ?? stop } : { view: seen.view };
   }
 
   async ask(key: string, priority: number | null): Promise<DepotWord> {

@@ -77,6 +77,13 @@ export class EnergyTrace {
     return { kW: assumedKW, source: 'assumed' };
   }
 
+  /** Energy drawn from the first reading kept to the newest, and over how long (null: fewer than two readings). */
+  span(): { ms: number; kWh: number } | null {
+    const first = this.readings[0];
+    const last = this.readings[this.readings.length - 1];
+    return first && last && last !== first ? { ms: last.at - first.at, kWh: Math.max(0, last.kWh - first.kWh) } : null;
+  }
+
   /** Energy drawn over the last `windowMs` (from the newest reading at or before its start to the newest), or null before the readings span it. */
   drawn(windowMs: number): number | null {
     const last = this.readings[this.readings.length - 1];

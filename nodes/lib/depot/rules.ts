@@ -112,6 +112,20 @@ export function idleFor(drawnKWh: number | null, s: DepotSettings): Yield | null
   return { kind: 'idle', reason: `car full or not drawing: ${round2(drawnKWh)} kWh in ${mmss(s.idleWindowMs)}` };
 }
 
+/**
+ * A holder the depot stops anyway (a turn, a shed, a higher priority) that
+ * drew less than idleKWh per idleWindow over what was seen of its session
+ * (at least min(idleWindow, 10 min) of it) is full rather than done with its
+ * turn: it is let go as full, not queued again to charge nothing. Without
+ * this a full car takes turns for ever when turns are no longer than the
+ * idle window (its turn ends before the window is seen).
+ */
+export function fullAtStop(span: { ms: number; kWh: number } | null, s: DepotSettings): Yield | null {
+  if (!span || s.idleKWh <= 0 || s.idleWindowMs <= 0 || span.ms < Math.min(s.idleWindowMs, 600_000)) return null;
+  if (span.kWh >= (s.idleKWh * span.ms) / s.idleWindowMs) return null;
+  return { kind: 'idle', reason: `car full or not drawing: ${round2(span.kWh)} kWh in ${mmss(span.ms)}` };
+}
+
 /** msg.depot from a table and a position. */
 export function depotView(t: GrantTable, position: number): DepotView {
   return { position: position > 0 ? position : null, waiting: t.waiting, inUse: t.inUse, limit: t.limit, usedKW: round2(t.usedKW), budgetKW: t.budgetKW };

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { GrantEntry, GrantTable } from '../../../nodes/lib/coordination/grants';
 import { EnergyTrace } from '../../../nodes/lib/depot/power';
-import { agedPriority, fittingWaiters, idleFor, ordinal, queueReason, yieldFor } from '../../../nodes/lib/depot/rules';
+import { agedPriority, fittingWaiters, fullAtStop, idleFor, ordinal, queueReason, yieldFor } from '../../../nodes/lib/depot/rules';
 import { depotSettings, parsePriority, runTimeLimits, type DepotSettings } from '../../../nodes/lib/depot/settings';
 
 const S: DepotSettings = depotSettings({ limit: 2, minRun: 600, turn: 1800, aging: 3600, idleKWh: 0.1, idleWindow: 1800, overFor: 60 }).settings;
@@ -73,6 +73,11 @@ describe('depot rules (pure)', () => {
     assert.equal(idleFor(0.1, S), null);
     assert.equal(idleFor(null, S), null, 'the readings do not span the window yet');
     assert.equal(idleFor(0, { ...S, idleKWh: 0 }), null, 'off');
+    // Stopped anyway for a turn: under idleKWh per idleWindow over what was seen is a full car, not a turn.
+    assert.equal(fullAtStop({ ms: 25 * MIN, kWh: 0.05 }, S)?.reason, 'car full or not drawing: 0.05 kWh in 25:00');
+    assert.equal(fullAtStop({ ms: 25 * MIN, kWh: 0.09 }, S), null, '0.09 kWh in 25 min is more than 0.1 kWh per 30 min');
+    assert.equal(fullAtStop({ ms: 5 * MIN, kWh: 0 }, S), null, 'too little of the session seen');
+    assert.equal(fullAtStop({ ms: 25 * MIN, kWh: 0 }, { ...S, idleKWh: 0 }), null, 'off');
   });
 
   it('property: whatever the table, at most as many holders are picked to yield as there are waiters they could serve, and never a station session', () => {
