@@ -15,3 +15,5 @@ export const FLEET_ONLY = process.argv.includes('--fleet');
 export const LEDGER_ONLY = process.argv.includes('--ledger');
 /** only the metrics section (bench/metrics.ts) */
 export const METRICS_ONLY = process.argv.includes('--metrics');
+/** only the depot section (bench/depot.ts) */
+export const DEPOT_ONLY = process.argv.includes('--depot');

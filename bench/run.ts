@@ -9,6 +9,7 @@
  *   npm run bench -- --fleet     only section 7, coordination off vs on (bench/fleet.ts; written to a -fleet results file)
  *   npm run bench -- --ledger    only the ledger: CPU per event at 10 000 records, report and export of a month (bench/ledger.ts; a -ledger results file)
  *   npm run bench -- --metrics   only section 8, metrics wired vs not and scrape time (bench/metrics.ts; written to a -metrics results file)
+ *   npm run bench -- --depot     only the depot section: CPU per control check without and with a depot (bench/depot.ts; a -depot results file)
  *
  * Contenders run interleaved, in an order rotated every round, each warmed up
  * before it is measured; ratios are computed within a round and reported as
@@ -25,13 +26,14 @@ import path from 'node:path';
 import axios from 'axios';
 import { EmbeddedNodeRed } from './runtime';
 import { BenchContext, median, messageDriver } from './measure';
-import { FLEET_ONLY, LEDGER_ONLY, METRICS_ONLY, QUICK, THROUGHPUT_ONLY, WATCH_ONLY } from './options';
+import { DEPOT_ONLY, FLEET_ONLY, LEDGER_ONLY, METRICS_ONLY, QUICK, THROUGHPUT_ONLY, WATCH_ONLY } from './options';
 import { ledgerSection } from './ledger';
 import { maxInFlight, singleFlight, statusWithEditor, throughput } from './query-bench';
 import { SEATS, watchAdds, watchScale } from './watch-bench';
 import { startBenchServer } from './server';
 import { fleetSection } from './fleet';
 import { metricsSection } from './metrics';
+import { depotSection } from './depot';
 
 /** A fresh process each time: require + init + start of Node-RED with one configuration and one progress node, with and without this package. */
 function coldStart(): string {
@@ -85,6 +87,8 @@ async function main(): Promise<void> {
     ? [await fleet()]
     : METRICS_ONLY
     ? [await metricsSection(ctx)]
+    : DEPOT_ONLY
+    ? [await depotSection(ctx)]
     : WATCH_ONLY
     ? [...(process.env.BENCH_WATCH_SIZES ? [] : [await watchAdds(ctx)]), await watchScale(ctx)]
     : [await throughput(ctx), await statusWithEditor(ctx), await maxInFlight(ctx), await singleFlight(ctx), await watchAdds(ctx), await watchScale(ctx), coldStart(), await fleet(), await metricsSection(ctx)];
@@ -92,7 +96,7 @@ async function main(): Promise<void> {
   await server.exit();
   const date = new Date().toISOString().slice(0, 10);
   const md = [
-    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : LEDGER_ONLY ? ' (the ledger only: --ledger)' : FLEET_ONLY ? ' (coordination only: --fleet)' : METRICS_ONLY ? ' (metrics only: --metrics)' : ''}`,
+    `# Benchmark results ${date}${WATCH_ONLY ? ' (watch mode only: --watch)' : LEDGER_ONLY ? ' (the ledger only: --ledger)' : FLEET_ONLY ? ' (coordination only: --fleet)' : METRICS_ONLY ? ' (metrics only: --metrics)' : DEPOT_ONLY ? ' (depot only: --depot)' : ''}`,
     '',
     `Machine: ${os.cpus().length} cores (${os.cpus()[0]?.model ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, Node-RED ${require('node-red/package.json').version}, axios ${require('axios/package.json').version}${QUICK ? ' — QUICK run' : ''}. Took ${Math.round((Date.now() - started) / 1000)} s.`, // eslint-disable-line @typescript-eslint/no-require-imports
     '',
@@ -108,6 +112,8 @@ async function main(): Promise<void> {
       fs.writeFileSync(path.join(dir, `${date}-fleet.md`), md);
     } else if (METRICS_ONLY) {
       fs.writeFileSync(path.join(dir, `${date}-metrics.md`), md);
+    } else if (DEPOT_ONLY) {
+      fs.writeFileSync(path.join(dir, `${date}-depot.md`), md);
     } else if (WATCH_ONLY) {
       fs.writeFileSync(path.join(dir, `${date}-watch.md`), md);
     } else {

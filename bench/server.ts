@@ -21,6 +21,13 @@ const counts: Counts = { token: 0, get: 0, post: 0, firstGetAt: 0 };
 let getsBy: Record<string, number> = {};
 let meter = 12_000;
 let latencyMs = 0;
+/**
+ * Tokens with "-s-" in them (the depot section's) have a session only once a
+ * START for them arrived, as a station would: a control node asks the depot
+ * for a slot before it starts one. Every other token always has one.
+ */
+const started = new Set<string>();
+const needsStart = (token: string): boolean => token.includes('-s-');
 
 function record(token: string): string {
   // 7 Wh per query, so every poll sees the meter move; wraps within a plausible
@@ -47,7 +54,8 @@ function later(fn: () => void): void {
 /** One request: a token, a progress record, or 202 for a command. */
 function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
   const [path, query = ''] = (req.url ?? '').split('?');
-  req.resume();
+  let text = '';
+  req.on('data', (c: Buffer) => (text += c.toString()));
   req.on('end', () => {
     if (path === '/auth/v1/token') {
       counts.token++;
@@ -61,6 +69,13 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
       if (counts.get++ === 0) counts.firstGetAt = Date.now();
       const token = new URLSearchParams(query).get('token') ?? '';
       getsBy[token[0]] = (getsBy[token[0]] ?? 0) + 1;
+      if (needsStart(token) && !started.has(token)) {
+        later(() => {
+          res.writeHead(404, { 'Content-Type': 'application/json', 'Content-Length': 2 });
+          res.end('{}');
+        });
+        return;
+      }
       const body = record(token);
       later(() => {
         res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
@@ -70,6 +85,15 @@ function answer(req: http.IncomingMessage, res: http.ServerResponse): void {
     }
     if (path === '/poi/v1/charging-sessions' && req.method === 'POST') {
       counts.post++;
+      try {
+        const cmd = JSON.parse(text) as { action?: string; token?: string };
+        if (typeof cmd.token === 'string' && needsStart(cmd.token)) {
+          if (cmd.action === 'START') started.add(cmd.token);
+          else started.delete(cmd.token);
+        }
+      } catch {
+        // not a command of the depot section
+      }
       later(() => {
         res.writeHead(202, { 'Content-Length': '0' });
         res.end();

@@ -3,6 +3,7 @@ import { ControlConfig, ControlMode } from './common/control-mode';
 import { NodeLifecycle } from './common/node-lifecycle';
 import { fieldReader, typedFields } from './common/typed-fields';
 import { parseEnergyLimit, parseWanted } from './lib/control/wish';
+import { parsePriority } from './lib/depot/settings';
 import { resolveFields } from './lib/session/inputs';
 
 interface ChargingControlConfig extends NodeDef, ControlConfig {}
@@ -24,9 +25,10 @@ export = function register(RED: NodeAPI): void {
     life.onInput(config.service, async (msg) => {
       const wanted = parseWanted(msg.payload);
       const target = resolveFields(FIELDS, await readFields(msg), (msg as { target?: unknown }).target, 'msg.target');
-      const m = msg as { force?: unknown; restart?: unknown; energyLimit?: unknown };
+      const m = msg as { force?: unknown; restart?: unknown; energyLimit?: unknown; priority?: unknown };
       const energyLimit = parseEnergyLimit(m.energyLimit);
-      await control.want(target, wanted, { force: m.force === true, restart: m.restart === true, ...(energyLimit !== undefined ? { energyLimit } : {}) });
+      const priority = parsePriority(m.priority);
+      await control.want(target, wanted, { force: m.force === true, restart: m.restart === true, ...(energyLimit !== undefined ? { energyLimit } : {}), ...(priority !== undefined ? { priority } : {}) });
       return null;
     });
   }

@@ -14,7 +14,7 @@ export = function register(RED: NodeAPI): void {
   function ChargingMetrics(this: Node, config: NodeDef): void {
     RED.nodes.createNode(this, config);
     const life = new NodeLifecycle(RED, this);
-    life.onPlainInput(async (msg) => {
+    life.onMessage(async (msg) => {
       const format = scrapeFormat((msg as { format?: unknown }).format);
       const scrape = await runtimeMetrics().scrape(format);
       life.board.set(Status.ok('metricsScraped', { count: scrape.samples }));

@@ -8,6 +8,7 @@
  *   npm run soak -- --fleet --seeds 20 --seconds 15   (Redis faults over two replicas: scripts/soak-fleet.ts)
  *   npm run soak -- --fleet --processes --seeds 20   (the nemesis over three Node-RED processes: scripts/soak-fleet-processes.ts)
  *   npm run soak -- --control --days 30   (charging-control for a simulated month: scripts/soak-control-month.ts)
+ *   npm run soak -- --depot --days 30     (a depot of 8 connectors, limit 3, for a simulated month: scripts/soak-depot.ts)
  *
  * By default the run is made twice, half the time each: over plain http, then
  * over https (a private CA, given through a tls-config node) through an
@@ -36,6 +37,7 @@ import { soakControl } from './soak-control';
 import { soakFleet } from './soak-fleet';
 import { soakFleetProcesses } from './soak-fleet-processes';
 import { soakControlMonth } from './soak-control-month';
+import { soakDepot } from './soak-depot';
 import { TestProxy } from '../test/proxy-server';
 
 /** Where the nodes talk to the simulator: plain http, or https (private CA through a tls-config node) through an authenticating CONNECT proxy. */
@@ -45,7 +47,7 @@ interface Args {
   /** 'both' (the default): the whole run twice, half the time each, http then https through the proxy */
   transport: Transport | 'both';
   /** commands (START / progress / STOP by hand, as a flow does), control (wishes to charging-control), fleet (Redis faults: soak-fleet.ts), or month (--control: charging-control for --days simulated days) */
-  rotation: 'commands' | 'control' | 'fleet' | 'month';
+  rotation: 'commands' | 'control' | 'fleet' | 'month' | 'depot';
   /** --fleet: how many seeded schedules */
   seeds: number;
   /** --fleet --processes: the schedules over three real Node-RED processes instead of two in-process replicas */
@@ -75,8 +77,8 @@ function parseArgs(argv: string[]): Args {
       i--; // a flag: no value follows
       continue;
     }
-    if (argv[i] === '--control') {
-      a.rotation = 'month';
+    if (argv[i] === '--control' || argv[i] === '--depot') {
+      a.rotation = argv[i] === '--control' ? 'month' : 'depot';
       i--; // a flag: no value
     } else if (argv[i] === '--days') a.days = Number(v);
     else if (argv[i] === '--transport') {
@@ -131,6 +133,7 @@ async function main(): Promise<void> {
   if (args.rotation === 'fleet' && args.processes) return soakFleetProcesses({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   if (args.rotation === 'fleet') return soakFleet({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   if (args.rotation === 'month') process.exit((await soakControlMonth(args)) ? 0 : 1);
+  if (args.rotation === 'depot') process.exit((await soakDepot(args)) ? 0 : 1);
   const phases: Transport[] = args.transport === 'both' ? ['http', 'https-proxy'] : [args.transport];
   // Bounded whatever happens: the runs, a 35 s drain each, and a margin; a hang is a failure.
   const bound = args.seconds + 120 * phases.length;

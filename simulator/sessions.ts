@@ -3,7 +3,10 @@
  * commands, progress records with a meter that advances, sessions that end.
  */
 import crypto from 'node:crypto';
+import { energyWh } from './cars';
 import type { FaultBook } from './faults';
+import type { Occupancy } from './occupancy';
+import type { Plugs } from './plugs';
 import { json, type Reply } from './reply';
 import type { RecordedRequest, ResolvedOptions, Session, SimulatorCounters } from './types';
 
@@ -16,6 +19,8 @@ export class Sessions {
     private readonly counters: SimulatorCounters,
     private readonly faults: FaultBook,
     private readonly now: () => number,
+    private readonly occupancy: Occupancy,
+    private readonly plugs: Plugs,
   ) {}
 
   /** A START or STOP (spec §4.1). */
@@ -51,21 +56,8 @@ export class Sessions {
       // ignore-start: the service accepts the START, the station does nothing with it (the car is not plugged in);
       // only STARTs that would have started a session use it up.
       if (this.faults.take('post', 'ignore-start')) return this.accepted(res, 'START');
-      const now = this.now();
-      this.meterSeed += 1_000;
-      this.byToken.set(token, {
-        locationId,
-        evseId,
-        token,
-        locationUid: uuidFrom(locationId),
-        createdAt: now,
-        startedAt: now + this.options.startDelayMs,
-        transactionId: `TX-${crypto.randomBytes(6).toString('hex').toUpperCase()}`,
-        cdrId: crypto.randomUUID(),
-        meterStart: this.meterSeed,
-        powerW: this.options.powerW,
-        stoppedAt: null,
-      });
+      // No car at the connector (it left): the station accepts START and nothing starts.
+      if (this.plugs.carAt(locationId, evseId) !== null) this.open(locationId, evseId, token, false);
       return this.accepted(res, 'START');
     }
     if (action === 'STOP') {
@@ -86,6 +78,31 @@ export class Sessions {
       return this.accepted(res, 'STOP');
     }
     reply(400, { error: 'invalid_request', message: `action must be START or STOP, not ${action}` });
+  }
+
+  /** A new session on the connector: by a START, or by the driver at the station (atStation). */
+  open(locationId: string, evseId: string, token: string, atStation: boolean): Session {
+    const now = this.now();
+    this.meterSeed += 1_000;
+    const car = this.plugs.carAt(locationId, evseId) ?? this.plugs.defaultCar();
+    const session: Session = {
+      locationId,
+      evseId,
+      token,
+      locationUid: uuidFrom(locationId),
+      createdAt: now,
+      startedAt: now + this.options.startDelayMs,
+      transactionId: `TX-${crypto.randomBytes(6).toString('hex').toUpperCase()}`,
+      cdrId: crypto.randomUUID(),
+      meterStart: this.meterSeed,
+      powerW: car.powerW,
+      car,
+      atStation,
+      stoppedAt: null,
+    };
+    this.byToken.set(token, session);
+    this.occupancy.begin(session, now);
+    return session;
   }
 
   private accepted(res: Reply | null, action: string): void {
@@ -130,7 +147,7 @@ export class Sessions {
     };
     if (now >= s.startedAt) {
       const until = s.stoppedAt ?? now;
-      const wh = Math.max(0, Math.floor(((until - s.startedAt) / 3_600_000) * s.powerW));
+      const wh = Math.max(0, Math.floor(energyWh(s.car, until - s.startedAt)));
       record.transactionData = { transactionId: s.transactionId, cdrId: s.cdrId, meterStart: s.meterStart, meterEnd: s.meterStart + wh };
     }
     return record;

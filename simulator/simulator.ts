@@ -10,8 +10,11 @@
  */
 import type http from 'node:http';
 import { ArrivalBook } from './arrivals';
+import { type Car, powerAt } from './cars';
 import { applyFault, corrupt, FaultBook } from './faults';
 import { SimulatorServer } from './http-server';
+import { Occupancy } from './occupancy';
+import { Plugs } from './plugs';
 import { CapturedAnswer, json, type Reply } from './reply';
 import { Sessions } from './sessions';
 import { TokenEndpoint } from './token-endpoint';
@@ -20,6 +23,7 @@ import type { FaultRule, FaultTarget, RecordedRequest, ResolvedOptions, Session,
 
 export * from './types';
 export { commandKey } from './arrivals';
+export { type Car, energyWh, powerAt, fullAfterMs } from './cars';
 
 export class ChargingServiceSimulator {
   readonly options: ResolvedOptions;
@@ -32,6 +36,8 @@ export class ChargingServiceSimulator {
   private readonly tokens: TokenEndpoint;
   private readonly sessions: Sessions;
   private readonly arrived: ArrivalBook;
+  private readonly occupancy: Occupancy;
+  private readonly plugs: Plugs;
 
   constructor(opts: SimulatorOptions = {}) {
     this.options = {
@@ -64,7 +70,9 @@ export class ChargingServiceSimulator {
     );
     this.faults = new FaultBook(this.counters);
     this.tokens = new TokenEndpoint(o, this.counters, () => this.now());
-    this.sessions = new Sessions(o, this.counters, this.faults, () => this.now());
+    this.occupancy = new Occupancy(() => this.options.stopDelayMs);
+    this.plugs = new Plugs(() => this.options.powerW);
+    this.sessions = new Sessions(o, this.counters, this.faults, () => this.now(), this.occupancy, this.plugs);
     this.arrived = new ArrivalBook(this.counters);
   }
 
@@ -124,7 +132,70 @@ export class ChargingServiceSimulator {
     this.sessions.byToken.clear();
     this.requests.length = 0;
     this.arrived.clear();
+    this.occupancy.clear();
+    this.plugs.clear();
     Object.assign(this.counters, emptyCounters());
+  }
+
+  // ------------------------------------------------- cars and the station (no commands)
+
+  /** A car at the connector: the next session there draws its power and is full after its needWh. */
+  plugIn(where: { locationId: string; evseId: string }, car: Partial<Car> = {}): Car {
+    return this.plugs.plugIn(where.locationId, where.evseId, car);
+  }
+
+  /** The car leaves: its session (if any) ends at the station, and a START there brings no session until the next car. */
+  unplug(where: { locationId: string; evseId: string }): void {
+    this.plugs.unplug(where.locationId, where.evseId);
+    for (const s of this.sessions.byToken.values()) if (s.locationId === where.locationId && s.evseId === where.evseId && s.stoppedAt === null) s.stoppedAt = this.now();
+  }
+
+  /**
+   * The driver starts a session at the station with a card (not a command:
+   * counted in no START counter or arrival). Throws when the token or the
+   * connector already has a session. A car is plugged in first if given.
+   */
+  stationStart(target: { locationId: string; evseId: string; token: string }, car?: Partial<Car>): Readonly<Session> {
+    this.sessions.expire();
+    if (car) this.plugIn(target, car);
+    if (this.sessions.byToken.has(target.token)) throw new Error(`token ${target.token} already has a session`);
+    for (const s of this.sessions.byToken.values()) if (s.locationId === target.locationId && s.evseId === target.evseId) throw new Error(`connector ${target.evseId} at ${target.locationId} is busy`);
+    return this.sessions.open(target.locationId, target.evseId, target.token, true);
+  }
+
+  /** The driver ends the token's session at the station (not a command); false when it has none running. */
+  stationStop(token: string): boolean {
+    const s = this.sessions.byToken.get(token);
+    if (!s || s.stoppedAt !== null) return false;
+    s.stoppedAt = this.now();
+    return true;
+  }
+
+  /** What the token's session draws now, W (0: none, pending, stopped or full). */
+  powerNow(token: string): number {
+    const s = this.sessions.byToken.get(token);
+    const now = this.now();
+    if (!s || s.stoppedAt !== null || now < s.startedAt) return 0;
+    return powerAt(s.car, now - s.startedAt);
+  }
+
+  /**
+   * The most sessions that existed at one moment (from creation until
+   * progress no longer shows them), among those `which` accepts: exact, over
+   * every session since the start or the last reset.
+   */
+  peakSessions(which?: (s: Readonly<Session>) => boolean): number {
+    return this.occupancy.peak(which);
+  }
+
+  /** Sessions of `which` that exist at `at` on the simulator's clock. */
+  sessionsAt(at: number, which?: (s: Readonly<Session>) => boolean): number {
+    return this.occupancy.liveAt(at, which);
+  }
+
+  /** Every session since the start or the last reset, oldest first. */
+  sessionLog(): readonly Readonly<Session>[] {
+    return this.occupancy.all();
   }
 
   /**
@@ -147,6 +218,7 @@ export class ChargingServiceSimulator {
 
   /** The live session for an RFID token, if any (tests look inside). */
   session(token: string): Readonly<Session> | undefined {
+    this.sessions.expire();
     return this.sessions.byToken.get(token);
   }
 
@@ -208,6 +280,22 @@ export class ChargingServiceSimulator {
     return this.sessions.command(rec, res);
   }
 
+  /** The driver at the station, for demos: {"do": "start"|"stop"|"plug"|"unplug", locationId, evseId, token, car}. */
+  private station(rec: RecordedRequest, res: http.ServerResponse): void {
+    try {
+      const b = JSON.parse(rec.body) as { do?: string; locationId?: string; evseId?: string; token?: string; car?: Partial<Car> };
+      const where = { locationId: String(b.locationId ?? ''), evseId: String(b.evseId ?? '') };
+      if (b.do === 'start') this.stationStart({ ...where, token: String(b.token ?? '') }, b.car);
+      else if (b.do === 'stop') this.stationStop(String(b.token ?? ''));
+      else if (b.do === 'plug') this.plugIn(where, b.car ?? {});
+      else if (b.do === 'unplug') this.unplug(where);
+      else return json(res, 400, { error: 'do must be start, stop, plug or unplug' });
+      return json(res, 200, { ok: true });
+    } catch (err) {
+      return json(res, 400, { error: String((err as Error).message ?? err).slice(0, 200) });
+    }
+  }
+
   private control(rec: RecordedRequest, res: http.ServerResponse): void {
     // Loopback-only helper for the CLI and demos: inject faults, read counters.
     if (rec.path === '/__sim/faults' && rec.method === 'POST') {
@@ -228,6 +316,7 @@ export class ChargingServiceSimulator {
       this.revokeAllTokens();
       return json(res, 200, { ok: true });
     }
+    if (rec.path === '/__sim/station' && rec.method === 'POST') return this.station(rec, res);
     if (rec.path === '/__sim/state') {
       return json(res, 200, { counters: this.counters, activeSessions: this.activeSessions(), faults: this.faults.rules, idleCloseMs: this.server.idleClose });
     }

@@ -3,6 +3,7 @@
  * Every file of simulator/ shares these; simulator.ts exports them to users.
  */
 import type http from 'node:http';
+import type { Car } from './cars';
 
 export type FaultTarget = 'token' | 'get' | 'post' | 'service' | 'any';
 
@@ -134,7 +135,12 @@ export interface Session {
   transactionId: string;
   cdrId: string;
   meterStart: number;
+  /** the car's most power, W (car.powerW) */
   powerW: number;
+  /** what the car draws and when it is full (simulator/cars.ts) */
+  car: Car;
+  /** started by the driver at the station, not by a START */
+  atStation: boolean;
   stoppedAt: number | null;
 }
 

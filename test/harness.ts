@@ -31,6 +31,8 @@ export const NODES = [
   require('../nodes/charging-control'),
   require('../nodes/charging-ledger'),
   require('../nodes/charging-metrics'),
+  require('../nodes/charging-depot'),
+  require('../nodes/charging-depot-status'),
 ];
 /* eslint-enable @typescript-eslint/no-require-imports */
 

@@ -21,10 +21,11 @@ import { reachReporter } from '../lib/coordination/reach';
 import { ChargingError } from '../lib/errors';
 import { chargingSessionSettings, positiveNumber, waitTimeoutMs } from '../lib/settings';
 import { DEFAULT_ENSURE_ATTEMPTS } from './confirm';
+import { controlDepot, type ControlDepot } from './control-depot';
 import { ContextControlStore } from './context-control-store';
 import type { NodeLifecycle } from './node-lifecycle';
 import { getService } from './service-node';
-import { formatEnergy, NodeStatus, StatusKey } from './status';
+import { formatEnergy, NodeStatus, Status, StatusKey } from './status';
 import { literalFields, typedFields } from './typed-fields';
 import { resolveFields } from '../lib/session/inputs';
 import type { ControlFigures } from '../lib/metrics/figures';
@@ -49,6 +50,10 @@ export interface ControlConfig {
   offDelay?: string | number;
   /** kWh, empty = no limit */
   energyLimit?: string | number;
+  /** the charging-depot config node (empty: no limit) */
+  depot?: string;
+  /** the place in the depot's queue, an integer (default 0); msg.priority with a wish */
+  priority?: string | number;
 }
 
 /** A check every this many ms at most while a START or STOP is awaited, so that "charging" follows the car promptly. */
@@ -100,11 +105,12 @@ const realClock: ControlClock = {
 
 /** The output on a change of state (the contract: payload, wanted, reason, session, target). */
 export function controlMessage(s: ControlSnapshot): NodeMessage & Record<string, unknown> {
-  return { topic: s.target.token, payload: s.state, wanted: s.wanted, reason: s.reason, session: s.session, target: { ...s.target } };
+  return { topic: s.target.token, payload: s.state, wanted: s.wanted, reason: s.reason, session: s.session, target: { ...s.target }, ...(s.depot !== undefined ? { depot: s.depot && { ...s.depot } } : {}) };
 }
 
 const FILL: Record<ControlSnapshot['state'], Pick<NodeStatus, 'fill' | 'shape'>> = {
   idle: { fill: 'grey', shape: 'ring' },
+  queued: { fill: 'yellow', shape: 'ring' },
   starting: { fill: 'blue', shape: 'ring' },
   charging: { fill: 'green', shape: 'dot' },
   stopping: { fill: 'blue', shape: 'ring' },
@@ -129,6 +135,7 @@ export function controlBadge(s: ControlSnapshot, count: number, now: number, two
     detail = clockText(Math.max(0, (s.startInMs ?? 0) - (now - s.at)));
   }
   else if ((s.state === 'starting' || s.state === 'stopping') && s.attempt && s.attempt.n > 0) detail = `${s.attempt.n}/${s.attempt.of}`;
+  else if (s.state === 'queued' && s.depot?.position) detail = `${s.depot.position}/${s.depot.waiting}`;
   else if (s.state === 'idle' && s.reason === ENDED_AT_STATION) words.detail = 'control.endedAtStation';
   if (twoNodes) words.detail = 'control.twoNodes';
   const values = { detail, count, token: s.target.token, wanted: '', note: '' };
@@ -171,6 +178,7 @@ export class ControlMode {
     private readonly service: string,
     /** which targets this process commands, where their memory is kept, where a wish goes (alone: all, context, here) */
     private readonly share: ControlShare,
+    private readonly depot: ControlDepot,
   ) {}
 
   /** Takes up the kept targets and checks them (those this process holds, when replicas share them). */
@@ -202,6 +210,7 @@ export class ControlMode {
             throw err;
           },
         );
+    const depot = controlDepot(RED, node, config, settings, realClock, (key) => void mode?.book.get(key)?.check('command'));
     const deps: ControlDeps = {
       poll,
       send: (command, mayProceed) => client().sendCommand(command, { signal: life.signal, mayProceed }),
@@ -211,8 +220,9 @@ export class ControlMode {
       onError: (t, err) => life.report(err, t.token ? { topic: t.token, target: { ...t } } as NodeMessage : undefined),
       track: (work) => life.track(work),
       ...share.deps(),
+      ...(depot.hook ? { depot: depot.hook } : {}),
     };
-    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, share);
+    mode = new ControlMode(node, life, new ControlBook(settings, deps, fixed), client, settings.checkMs / 1000, config.service, share, depot);
     const m = mode;
     share.attach(m.book, settings, () => m.demand());
     try {
@@ -220,7 +230,8 @@ export class ControlMode {
     } catch {
       // no configuration: no figures
     }
-    life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
+    if (depot.problem) life.board.set(Status.error(depot.problem));
+    else life.board.set({ fill: 'grey', shape: 'ring', key: 'control.waiting' });
     if (fixed) m.claim(fixed);
     void m.book.whenReady().then(() => m.demand());
     life.onClose((removed) => m.close(removed));
@@ -233,6 +244,7 @@ export class ControlMode {
    * itself); rejects with that check's failure.
    */
   async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<void> {
+    if (this.depot.problem) throw this.depot.problem;
     this.claim(target);
     // Shared: the wish is posted for the holder, which checks (and reports to Catch) by itself.
     const check = this.share.want(target, wanted, opts);
@@ -304,6 +316,7 @@ export class ControlMode {
 
   private close(removed: boolean): Promise<void> {
     this.unread();
+    this.depot.close(removed, [...this.book.controllers()].map((c) => c.key));
     this.book.close();
     claims.release(this.node.id);
     if (this.ticker) clearInterval(this.ticker);

@@ -30,9 +30,6 @@ export interface WorkContext {
   warnOnce(key: string, text: string): void;
 }
 
-/** A message's work; `redactWith` names what scrubs secrets from an unexpected failure's text. */
-type Work = (msg: NodeMessageInFlow, redactWith: (redact: (s: string) => string) => void) => Promise<Outputs>;
-
 type Send = (msg: Outputs extends infer T ? Exclude<T, null> : never) => void;
 type Done = (err?: Error) => void;
 
@@ -73,28 +70,17 @@ export class NodeLifecycle {
 
   /** Runs `work` for every input message; what it returns is sent, what it throws goes to Catch. */
   onInput(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>): void {
-    this.listen((msg, redactWith) => {
-      const service = getService(this.RED, serviceId);
-      const client = service.getClient();
-      redactWith((s) => client.redact(s));
-      return work(msg, {
-        client,
-        service,
-        signal: this.controller.signal,
-        status: (s) => this.board.set(s),
-        warnOnce: (key, text) => this.warnOnce(key, text),
-      });
-    });
+    this.listen((msg, send, done) => this.handle(serviceId, work, msg, send, done));
   }
 
-  /** The same for a node that uses no charging-service configuration (charging-metrics). */
-  onPlainInput(work: (msg: NodeMessageInFlow) => Promise<Outputs>): void {
-    this.listen((msg) => work(msg));
+  /** The same for a node that sends nothing to the service (a depot's status): no client. */
+  onMessage(work: (msg: NodeMessageInFlow) => Promise<Outputs>): void {
+    this.listen((msg, send, done) => this.deliver(() => work(msg), send, done));
   }
 
-  private listen(work: Work): void {
+  private listen(run: (msg: NodeMessageInFlow, send: Send, done: Done) => Promise<void>): void {
     this.node.on('input', (msg: NodeMessageInFlow, send: Send, done: Done) => {
-      const job = this.handle(work, msg, send, done);
+      const job = run(msg, send, done);
       this.inFlight.add(job);
       const forget = () => this.inFlight.delete(job);
       job.then(forget, forget);
@@ -152,11 +138,27 @@ export class NodeLifecycle {
     this.node.warn(text);
   }
 
-  private async handle(work: Work, msg: NodeMessageInFlow, send: Send, done: Done): Promise<void> {
+  private async handle(serviceId: string | undefined, work: (msg: NodeMessageInFlow, ctx: WorkContext) => Promise<Outputs>, msg: NodeMessageInFlow, send: Send, done: Done): Promise<void> {
+    let client: ServiceClient | undefined;
+    const run = async () => {
+      const service = getService(this.RED, serviceId);
+      client = service.getClient();
+      return work(msg, {
+        client,
+        service,
+        signal: this.controller.signal,
+        status: (s) => this.board.set(s),
+        warnOnce: (key, text) => this.warnOnce(key, text),
+      });
+    };
+    return this.deliver(run, send, done, (s) => (client ? client.redact(s) : s));
+  }
+
+  /** Runs one message's work: its result sent, its failure to Catch (redacted), guarded both ways. */
+  private async deliver(run: () => Promise<Outputs>, send: Send, done: Done, redact?: (s: string) => string): Promise<void> {
     let out: Outputs;
-    let redact: ((s: string) => string) | undefined;
     try {
-      out = await work(msg, (r) => (redact = r));
+      out = await run();
     } catch (err) {
       if (this.closed && isChargingError(err) && err.code === 'CLOSED') return this.finish(done);
       const error = asChargingError(err, redact);

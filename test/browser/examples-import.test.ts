@@ -121,12 +121,14 @@ describe("examples imported into npm start's editor (Chromium)", function () {
     // The once-injects of 01 (copy and demo) and 05 fire within 4 s; the stories end within ~20 s.
     const deadline = Date.now() + 40_000;
     // Example 11 and the demo's dashboard charge on (DASH-RFID-1, E11-RFID-1): their Stop is a button. Example 12
-    // charges E12-RFID-1 when the hour now is one of its cheapest (its prices are sent 2 s after the deploy).
+    // charges E12-RFID-1 when the hour now is one of its cheapest (its prices are sent 2 s after the deploy). Example 13
+    // wants six connectors on and its depot lets two charge (its turns come after 30 minutes).
     const e12 = example12WantsOn();
-    const charging = 2 + (e12 ? 1 : 0);
+    const charging = 2 + 2 + (e12 ? 1 : 0);
     while (Date.now() < deadline && !(sim.counters.stops - stops0 >= 4 && sim.activeSessions() === charging)) await delay(500);
     assert.equal(sim.counters.stops - stops0, 4, 'the demo and the imported 01 and 05 each stopped their session once');
     if (e12 === example12WantsOn()) assert.equal(Boolean(sim.session('E12-RFID-1')), e12, `example 12 charges ${e12 ? '' : 'not '}in this hour`);
+    assert.equal(sim.peakSessions((x) => x.locationId === 'E13-LOC'), 2, 'example 13: two of its six at once');
     await delay(1500);
     const red = (await editorNodes(page)).filter((n) => n.status?.fill === 'red');
     assert.deepEqual(red, [], 'no red status');

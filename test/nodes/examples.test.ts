@@ -22,7 +22,7 @@ const CORE_MODULES = ['common/20-inject.js', 'common/90-comment.js', 'function/1
   require(path.join(CORE_DIR, f)),
 );
 /* eslint-enable @typescript-eslint/no-require-imports */
-const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control', 'charging-ledger', 'charging-metrics'];
+const OURS = ['charging-service', 'charging-start', 'charging-progress', 'charging-stop', 'charging-control', 'charging-ledger', 'charging-metrics', 'charging-depot', 'charging-depot-status'];
 
 type FlowNode = Record<string, unknown> & { id: string; type: string; wires?: string[][] };
 
@@ -45,7 +45,7 @@ function dashboardTypes(): Set<string> {
   return new Set(Object.keys(manifest?.['node-red'].nodes ?? {}));
 }
 /** The examples that need Dashboard 2.0 besides core nodes and ours. */
-const DASHBOARD_EXAMPLES = ['11 Charging dashboard.json', '14 Metrics for Prometheus.json'];
+const DASHBOARD_EXAMPLES = ['11 Charging dashboard.json', '13 Depot with a limit.json', '14 Metrics for Prometheus.json'];
 
 function readExample(file: string): FlowNode[] {
   return JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8')) as FlowNode[];
@@ -114,7 +114,10 @@ describe('examples/', () => {
         const extra = DASHBOARD_EXAMPLES.includes(file) && dashboard.has(n.type); // Dashboard 2.0 is a devDependency
         assert.ok(core.has(n.type) || OURS.includes(n.type) || n.type === 'tab' || extra, `${file}: unknown type ${n.type}`);
         for (const w of n.wires ?? []) for (const target of w) assert.ok(ids.has(target), `${file}: ${n.id} wired to missing ${target}`);
-        if (OURS.includes(n.type) && n.type !== 'charging-service' && n.type !== 'charging-metrics') {
+        if (n.type === 'charging-depot-status' || (n.type === 'charging-control' && n.depot)) {
+          assert.equal(flow.find((x) => x.id === n.depot)?.type, 'charging-depot', `${file}: ${n.id} names a depot of the flow`);
+        }
+        if (OURS.includes(n.type) && !['charging-service', 'charging-metrics', 'charging-depot', 'charging-depot-status'].includes(n.type)) {
           const svc = flow.find((x) => x.id === n.service);
           assert.equal(svc?.type, 'charging-service', `${file}: ${n.id} has a service`);
         }
@@ -442,6 +445,33 @@ describe('examples/', () => {
       assert.equal(Sink.of('e12-d-state').messages.at(-1)?.wanted, false);
       assert.equal(sim.counters.starts, 1);
       assert.deepEqual(errorsLogged(), []);
+    });
+
+    it('13 depot: six on, two charge and four queue in order on the page\'s table; the slider raises the limit; turns hand the slots on, never more than the limit at once', async () => {
+      // The page's widgets become capture nodes (Dashboard 2.0 is tested in the browser suite); turns of 1.5 s instead of 30 min.
+      const widgets = (f: FlowNode[]) => {
+        for (let i = f.length - 1; i >= 0; i--) {
+          const n = f[i];
+          if (['ui-base', 'ui-theme', 'ui-page', 'ui-group'].includes(n.type)) f.splice(i, 1);
+          else if (n.type.startsWith('ui-')) f[i] = { id: n.id, type: 'helper', z: n.z, wires: [] } as FlowNode;
+          else if (n.type === 'charging-depot') Object.assign(n, { minRun: 1.5, turn: 1.5 });
+        }
+      };
+      await run('13 Depot with a limit.json', widgets);
+      const table = () => (Sink.of('e13-w-table').messages.at(-1)?.payload ?? []) as Array<Record<string, unknown>>;
+      const charging = () => table().filter((r) => r.State === 'charging').length;
+      await until(() => sim.counters.starts === 2 && table().filter((r) => r.State === 'queued').length === 4, 'two charging, four queued on the table', 10_000);
+      assert.deepEqual(table().map((r) => r['In line']).filter((p) => p !== ''), [1, 2, 3, 4]);
+      await until(() => charging() === 2, 'two charging on the table');
+      assert.equal(Sink.of('e13-w-summary').messages.at(-1)?.payload, '2 of 2 charging, 4 waiting');
+      assert.match(String(Sink.of('e13-d-state').messages.find((m) => /queued/.test(String(m.payload)))?.payload), /^E13-RFID-\d: queued \(waiting for a slot: 2 of 2 in use, \d\w\w of \d\)$/);
+      send('e13-ch-limit', { payload: 3 }); // the slider
+      await until(() => sim.counters.starts === 3, 'the next in line starts under the raised limit', 8000);
+      await until(() => sim.counters.starts >= 6, 'turns hand the slots on', 20_000);
+      assert.ok(sim.peakSessions((x) => x.locationId === 'E13-LOC') <= 3, `peak ${sim.peakSessions((x) => x.locationId === 'E13-LOC')}`);
+      assert.equal(sim.counters.duplicateStarts, 0);
+      assert.deepEqual(errorsLogged(), []);
+      assert.deepEqual(redStatuses(), []);
     });
   });
 });

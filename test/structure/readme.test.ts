@@ -43,7 +43,7 @@ function sections(): Map<string, string> {
   const out = new Map<string, string>();
   const parts = README.split(/^(?=#{2,3} )/m);
   for (const part of parts) {
-    const m = /^#{2,3} `(charging-[a-z]+)`/.exec(part);
+    const m = /^#{2,3} `(charging-[a-z]+(?:-[a-z]+)*)`/.exec(part);
     if (m) out.set(m[1], part);
   }
   return out;

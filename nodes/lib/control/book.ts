@@ -108,6 +108,7 @@ export class ControlBook {
       if (only && targetKey(k.target) !== only) {
         // Set in the node once, changed since: nothing will ever ask for it again.
         void this.deps.store.save(targetKey(k.target), undefined).catch(() => undefined);
+        void this.deps.depot?.release(targetKey(k.target)).catch(() => undefined);
         continue;
       }
       const control = new TargetController(k.target, k.memory, this.settings, this.deps);

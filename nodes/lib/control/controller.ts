@@ -9,6 +9,9 @@ import { startCommand, stopCommand, type ChargingCommand } from '../session/comm
 import { deriveSession, type DeriveOptions, type ProgressRecord, type SessionInfo } from '../session/record';
 import { type Action, type ControlMemory, type ControlSettings, type ControlState, toKept } from './memory';
 import { actualState, applyWish, decide, type Decision, noteSent, observe, type WishOptions } from './reconcile';
+import type { DepotHook, DepotWord } from '../depot/link';
+import type { DepotView } from '../depot/rules';
+import { counts, holdFacts, queued, takeYield } from './depot-step';
 import type { ControlStore } from './store';
 import { targetKey, viewOf, type ControlTarget, type ProgressView } from './view';
 
@@ -51,6 +54,8 @@ export interface ControlDeps {
   pullWish?(target: ControlTarget): Promise<({ seq: number; wanted: boolean } & WishOptions) | null>;
   /** every check, so that closing can wait for one on the wire */
   track?(work: Promise<unknown>): void;
+  /** the node's depot (charging-depot): a START only with a slot, the depot's STOPs (none: no limit) */
+  depot?: DepotHook;
   derive?: DeriveOptions;
 }
 
@@ -65,6 +70,8 @@ export interface ControlSnapshot {
   guardLeftMs?: number;
   /** failed or busy while on is wanted: ms until the next START may go, from `at` */
   startInMs?: number;
+  /** the depot's numbers (msg.depot); absent without a depot, null before it answered */
+  depot?: DepotView | null;
   /** monotonic ms when taken */
   at: number;
 }
@@ -104,6 +111,8 @@ export class TargetController {
   private readonly quiet = new WeakSet<ChargingError>();
   /** msg.restart was pressed and taken: the next state shown is output even when it is the one shown before (a press is answered) */
   private pressed = false;
+  /** the depot's numbers last heard (msg.depot) */
+  private depotView: DepotView | null = null;
 
   constructor(
     readonly target: ControlTarget,
@@ -176,11 +185,19 @@ export class TargetController {
     if (this.closed) return undefined;
     this.outageMs = 0;
     const view = withEnergy(viewOf(record, this.target), record, this.deps.derive);
-    const now = this.deps.clock.now();
-    observe(this.m, view, now, this.s);
+    observe(this.m, view, this.deps.clock.now(), this.s);
     if (view.kind === 'active') this.refusalShown = null;
-    let decision = decide(this.m, view, now, this.s, this.deps.mayCommand?.(this.target) ?? true);
+    // One depot operation per check: hold what counts (before deciding: the depot may stop it), else ask or release after.
+    const counted = view.kind !== 'unreadable' && counts(view, this.m);
+    if (counted && this.deps.depot) takeYield(this.m, this.heard(await this.deps.depot.hold(this.key, holdFacts(view, this.m))), view);
+    if (this.closed) return undefined;
+    let decision = decide(this.m, view, this.deps.clock.now(), this.s, this.deps.mayCommand?.(this.target) ?? true);
     if (decision === null) return this.failed(new ChargingError('BAD_RESPONSE', `Progress query for ${this.target.token}: ${(view as { why: string }).why}; nothing decided on it`));
+    const asked = this.wishes;
+    if (!counted && this.deps.depot) decision = await this.admit(this.deps.depot, decision);
+    if (this.closed) return undefined;
+    // A wish came while the depot was asked: its own check decides (a START granted for the old one is not sent; its slot goes at that check).
+    if (asked !== this.wishes && decision.send) decision = { state: actualState(view), reason: 'a new wish came while the depot was asked', nextMs: this.s.confirmMs };
     let error = decision.error;
     const wishes = this.wishes;
     if (decision.send) ({ decision, error } = await this.execute(decision, view));
@@ -192,6 +209,21 @@ export class TargetController {
     error ??= unsaved;
     this.errorShape = error ? shape(error) : null;
     return error;
+  }
+
+  /** Grant before START: the depot records the slot before the START goes, or the target queues; nothing counts otherwise (released). */
+  private async admit(depot: DepotHook, decision: Decision): Promise<Decision> {
+    if (decision.send?.action !== 'START') {
+      this.heard(await depot.release(this.key));
+      return decision;
+    }
+    const word = this.heard(await depot.ask(this.key, this.m.priority));
+    return word.granted ? decision : queued(word, this.s.checkMs);
+  }
+
+  private heard(word: DepotWord): DepotWord {
+    this.depotView = word.view ?? this.depotView;
+    return word;
   }
 
   /** A wish sent to another replica of the fleet: applied as if it came here (and written down before anything is sent). */
@@ -289,6 +321,7 @@ export class TargetController {
    */
   private failed(err: ChargingError): Result {
     if (this.closed || err.code === 'CLOSED') return undefined;
+    this.deps.depot?.unread(this.key);
     const first = this.outageMs === 0;
     this.outageMs = first ? this.s.checkMs : Math.min(this.outageMs * 2, 10 * this.s.checkMs);
     if (!first) this.quiet.add(err);
@@ -302,7 +335,7 @@ export class TargetController {
 
   private show(decision: Decision, view: ProgressView, record: ProgressRecord | null): void {
     const session = record && (view.kind === 'active' || view.kind === 'pending') ? deriveSession(record, this.deps.derive) : null;
-    const snapshot: ControlSnapshot = { target: this.target, state: decision.state, wanted: this.m.wanted, reason: decision.reason, session, attempt: decision.attempt, guardLeftMs: decision.guardLeftMs, startInMs: decision.startInMs, at: this.deps.clock.now() };
+    const snapshot: ControlSnapshot = { target: this.target, state: decision.state, wanted: this.m.wanted, reason: decision.reason, session, attempt: decision.attempt, guardLeftMs: decision.guardLeftMs, startInMs: decision.startInMs, ...(this.deps.depot ? { depot: this.depotView } : {}), at: this.deps.clock.now() };
     this.last = snapshot;
     const shown = `${decision.state}|${String(this.m.wanted)}`;
     // A restart pressed while the bound on STARTs holds the START back leaves the state as it was: it is answered all the same.

@@ -5,8 +5,8 @@
  */
 import type { ControlTarget } from './view';
 
-export type ControlState = 'idle' | 'starting' | 'charging' | 'stopping' | 'guard' | 'failed' | 'busy' | 'done';
-export const CONTROL_STATES: readonly ControlState[] = ['idle', 'starting', 'charging', 'stopping', 'guard', 'failed', 'busy', 'done'];
+export type ControlState = 'idle' | 'queued' | 'starting' | 'charging' | 'stopping' | 'guard' | 'failed' | 'busy' | 'done';
+export const CONTROL_STATES: readonly ControlState[] = ['idle', 'queued', 'starting', 'charging', 'stopping', 'guard', 'failed', 'busy', 'done'];
 export type Action = 'START' | 'STOP';
 
 export interface ControlSettings {
@@ -65,23 +65,32 @@ export interface ControlMemory {
   /** a coordinated fleet's number of the last wish applied (0: none); kept so that a new holder never applies it again */
   wishSeq: number;
   /** a wish waiting for onDelay/offDelay: applied if it still holds at `since` + the delay (monotonic ms) */
-  held: { wanted: boolean; since: number; force: boolean; restart: boolean; energyLimit?: number | null } | null;
+  held: { wanted: boolean; since: number; force: boolean; restart: boolean; energyLimit?: number | null; priority?: number } | null;
   /** the energy limit in force for this wish, kWh (null: none) */
   limitKWh: number | null;
   /** the limit was reached in this session: stopped, and not started again until a new wish */
-  done: { reason: string; transactionId: string } | null;
+  done: { reason: string; transactionId: string; byDepot?: boolean } | null;
   /** the guard's clock: the last command this node sent; at: monotonic ms */
   last: { action: Action; at: number } | null;
   /** the transaction last seen active (an end without our STOP is an end at the station) */
   seenTx: string | null;
   /** state and wish last sent on the output ("state|wanted"): output only on a change */
   shown: string | null;
+  /** the wish's msg.priority for a depot (null: the node's priority) */
+  priority: number | null;
+  /** the depot told this session to stop (a turn, a shed, a higher priority): stopped, then queued again while on is wanted */
+  yielding: { transactionId: string; reason: string; kind: string } | null;
+  /** energy of this wish's earlier sessions that the depot stopped, kWh: the energy limit counts the wish's total */
+  wishKWh: number;
+  /** energy of the current session last seen, kWh */
+  seenKWh: number | null;
 }
 
 export function emptyMemory(): ControlMemory {
   return {
     wanted: null, offPending: false, force: false, endedAtStation: false, command: null, round: null, attempts: 0, failed: null, busy: false,
     starts: [], lastWish: null, wishSeq: 0, held: null, limitKWh: null, done: null, last: null, seenTx: null, shown: null,
+    priority: null, yielding: null, wishKWh: 0, seenKWh: null,
   };
 }
 
@@ -93,7 +102,7 @@ export interface KeptTarget extends Omit<ControlMemory, 'command' | 'failed' | '
   failed: { action: Action; reason: string; atWall: number; busy?: boolean } | null;
   last: { action: Action; atWall: number } | null;
   startsWall: number[];
-  held: { wanted: boolean; sinceWall: number; force: boolean; restart: boolean; energyLimit?: number | null } | null;
+  held: { wanted: boolean; sinceWall: number; force: boolean; restart: boolean; energyLimit?: number | null; priority?: number } | null;
 }
 
 export interface Clocks {
@@ -114,7 +123,7 @@ export function toKept(target: ControlTarget, m: ControlMemory, c: Clocks): Kept
     failed: m.failed && { action: m.failed.action, reason: m.failed.reason, atWall: wall(m.failed.at), ...(m.failed.busy ? { busy: true } : {}) },
     last: m.last && { action: m.last.action, atWall: wall(m.last.at) },
     startsWall: m.starts.map(wall),
-    held: m.held && { wanted: m.held.wanted, sinceWall: wall(m.held.since), force: m.held.force, restart: m.held.restart, ...(m.held.energyLimit !== undefined ? { energyLimit: m.held.energyLimit } : {}) },
+    held: m.held && { wanted: m.held.wanted, sinceWall: wall(m.held.since), force: m.held.force, restart: m.held.restart, ...(m.held.energyLimit !== undefined ? { energyLimit: m.held.energyLimit } : {}), ...(m.held.priority !== undefined ? { priority: m.held.priority } : {}) },
   };
 }
 
@@ -160,11 +169,18 @@ export function fromKept(raw: unknown, c: Clocks): { target: ControlTarget; memo
   const held = raw.held;
   if (isObject(held) && typeof held.wanted === 'boolean') {
     const heldLimit = held.energyLimit === null ? null : finite(held.energyLimit) ?? undefined;
-    m.held = { wanted: held.wanted, since: mono(held.sinceWall) ?? c.now, force: held.force === true, restart: held.restart === true, ...(heldLimit !== undefined ? { energyLimit: heldLimit } : {}) };
+    const heldPriority = finite(held.priority);
+    m.held = { wanted: held.wanted, since: mono(held.sinceWall) ?? c.now, force: held.force === true, restart: held.restart === true, ...(heldLimit !== undefined ? { energyLimit: heldLimit } : {}), ...(heldPriority !== null && Number.isInteger(heldPriority) ? { priority: heldPriority } : {}) };
   }
   const limit = finite(raw.limitKWh);
   m.limitKWh = limit !== null && limit > 0 ? limit : null;
-  m.done = isObject(raw.done) ? { reason: text(raw.done.reason) ?? 'energy limit reached', transactionId: text(raw.done.transactionId) ?? '' } : null;
+  m.done = isObject(raw.done) ? { reason: text(raw.done.reason) ?? 'energy limit reached', transactionId: text(raw.done.transactionId) ?? '', ...(raw.done.byDepot === true ? { byDepot: true } : {}) } : null;
+  const priority = finite(raw.priority);
+  m.priority = priority !== null && Number.isInteger(priority) ? priority : null;
+  const y = raw.yielding;
+  m.yielding = isObject(y) && text(y.transactionId) ? { transactionId: text(y.transactionId) as string, reason: text(y.reason) ?? 'stopped by the depot', kind: text(y.kind) ?? 'turn' } : null;
+  m.wishKWh = Math.max(0, finite(raw.wishKWh) ?? 0);
+  m.seenKWh = finite(raw.seenKWh);
   const last = raw.last;
   if (isObject(last) && isAction(last.action)) m.last = { action: last.action, at: mono(last.atWall) ?? c.now };
   return { target: { locationId, evseId, token }, memory: m };

@@ -25,6 +25,8 @@ export interface WishOptions {
   restart?: boolean;
   /** with on: stop when the session has taken this many kWh (null: no limit; absent: the node's setting) */
   energyLimit?: number | null;
+  /** with on: the wish's priority in a depot's queue (absent: as it was for this wish, else the node's) */
+  priority?: number;
 }
 
 export interface Decision {
@@ -53,7 +55,8 @@ function newRound(m: ControlMemory): void {
 
 /** A wish as it came, for "the same wish again" (energyLimit absent and null differ: absent means the node's setting). */
 function wishId(wanted: boolean, o: WishOptions): string {
-  return JSON.stringify([wanted, o.force === true, o.restart === true, o.energyLimit === undefined ? 'node' : o.energyLimit]);
+  // A priority joins the id only when given: the ids kept before priorities existed stay the same.
+  return JSON.stringify([wanted, o.force === true, o.restart === true, o.energyLimit === undefined ? 'node' : o.energyLimit, ...(o.priority !== undefined ? [o.priority] : [])]);
 }
 
 /**
@@ -70,7 +73,7 @@ export function applyWish(m: ControlMemory, wanted: boolean, opts: WishOptions, 
   // msg.force is the dashboard's STOP button: the delays are for a flapping input, not for it.
   const delay = wanted ? s.onDelayMs : opts.force === true ? 0 : s.offDelayMs;
   if (delay > 0 && m.wanted !== wanted) {
-    if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) };
+    if (m.held?.wanted !== wanted) m.held = { wanted, since: now, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}), ...(opts.priority !== undefined ? { priority: opts.priority } : {}) };
     return true;
   }
   // A held wish cancelled by a flip back is a change: written down (a redeploy must not bring it back) and shown.
@@ -84,7 +87,7 @@ export function ripen(m: ControlMemory, now: number, s: ControlSettings): void {
   const h = m.held;
   if (!h || now - h.since < (h.wanted ? s.onDelayMs : s.offDelayMs)) return;
   m.held = null;
-  takeWish(m, h.wanted, { force: h.force, restart: h.restart, ...(h.energyLimit !== undefined ? { energyLimit: h.energyLimit } : {}) }, now, s);
+  takeWish(m, h.wanted, { force: h.force, restart: h.restart, ...(h.energyLimit !== undefined ? { energyLimit: h.energyLimit } : {}), ...(h.priority !== undefined ? { priority: h.priority } : {}) }, now, s);
 }
 
 function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, now: number, s: ControlSettings): boolean {
@@ -98,20 +101,25 @@ function takeWish(m: ControlMemory, wanted: boolean, opts: WishOptions, now: num
     m.force = !wanted && opts.force === true;
     m.busy = false;
     m.done = null;
+    m.wishKWh = 0;
+    m.priority = wanted ? opts.priority ?? null : null;
     // A new on after an off: the driver's end no longer holds it back.
     if (wanted) m.endedAtStation = false;
     return true;
   }
   if (wanted) {
+    const newPriority = opts.priority !== undefined && opts.priority !== m.priority;
+    if (newPriority) m.priority = opts.priority as number;
     if (newLimit && m.done) {
       m.done = null;
       return true;
     }
     // msg.restart: a new round, only where something holds the START back (the bound on STARTs too: the press is then answered with when the next START goes).
     const bound = m.command === null && startFreeIn(m, now, s) > 0;
-    if (!opts.restart || !(m.failed?.action === 'START' || m.endedAtStation || m.done || bound)) return newLimit;
+    if (!opts.restart || !(m.failed?.action === 'START' || m.endedAtStation || m.done || bound)) return newLimit || newPriority;
     m.endedAtStation = false;
     m.done = null;
+    m.wishKWh = 0;
     newRound(m);
     return true;
   }
@@ -129,6 +137,9 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
   const cmd = m.command;
   if (view.kind === 'unreadable') return;
   if (view.kind === 'active') {
+    if (m.seenTx !== view.transactionId) m.seenKWh = null;
+    if (view.energyKWh !== undefined) m.seenKWh = view.energyKWh;
+    if (m.yielding && m.yielding.transactionId !== view.transactionId) m.yielding = null;
     if (cmd?.action === 'START') m.command = null;
     else if (cmd?.action === 'STOP' && cmd.transactionId !== view.transactionId) {
       // The session we stopped ended; this one is another.
@@ -155,6 +166,11 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
     return;
   }
   // No session on this connector.
+  if (m.yielding) {
+    // Stopped for the depot: its energy counts in the wish's total (the energy limit), and the target queues again.
+    m.wishKWh += m.seenKWh ?? 0;
+    m.yielding = null;
+  }
   if (cmd?.action === 'STOP') {
     m.command = null;
     newRound(m);
@@ -163,6 +179,7 @@ export function observe(m: ControlMemory, view: ProgressView, now: number, s: Co
     m.endedAtStation = true;
   }
   m.seenTx = null;
+  m.seenKWh = null;
   if (cmd?.action === 'START' && now - cmd.at >= s.waitMs) m.command = null; // no session within the wait: that attempt is used
   if (m.wanted === false && m.command?.action !== 'START' && !startMayStillBring(m, now, s)) m.offPending = false;
 }
@@ -259,13 +276,23 @@ function decideOn(m: ControlMemory, view: ProgressView, now: number, s: ControlS
 
 /** Charging while wanted on: kept so, unless the energy limit is reached (then stopped: done). */
 function decideCharging(m: ControlMemory, view: Extract<ProgressView, { kind: 'active' }>, now: number, s: ControlSettings, mayCommand: boolean): Decision {
-  const energy = view.energyKWh;
+  // The wish's total: the sessions a depot stopped for turns count too.
+  const energy = view.energyKWh === undefined ? undefined : Math.round((m.wishKWh + view.energyKWh) * 1000) / 1000;
   if (!m.done && m.limitKWh !== null && energy !== undefined && energy >= m.limitKWh) {
     m.done = { reason: `energy limit of ${m.limitKWh} kWh reached (${energy} kWh): stopped; not started again until a new wish`, transactionId: view.transactionId };
   }
   // Only the session that reached the limit is stopped: one the driver starts after it is theirs.
-  if (m.done && m.done.transactionId === view.transactionId) return stopActive(m, view.transactionId, now, s, mayCommand);
+  if (m.done && m.done.transactionId === view.transactionId) {
+    const stop = stopActive(m, view.transactionId, now, s, mayCommand);
+    return m.done.byDepot ? depotStop(stop, m.done.reason) : stop;
+  }
+  if (m.yielding?.transactionId === view.transactionId) return depotStop(stopActive(m, view.transactionId, now, s, mayCommand), m.yielding.reason);
   return { state: 'charging', reason: `charging (transaction ${view.transactionId})`, nextMs: s.checkMs };
+}
+
+/** The STOP of a limit or of the depot says why (a turn, a shed, a full car) when it goes; the rest of its round as usual. */
+function depotStop(d: Decision, why: string): Decision {
+  return d.send && d.attempt?.n === 1 ? { ...d, reason: why } : d;
 }
 
 function decideOff(m: ControlMemory, view: ProgressView, now: number, s: ControlSettings, mayCommand: boolean): Decision {
@@ -304,7 +331,7 @@ function stopActive(m: ControlMemory, transactionId: string, now: number, s: Con
   }
   if (!mayCommand) return { state: 'charging', reason: OTHER_SENDER, nextMs: s.checkMs };
   // The energy limit is no change of mind: its STOP does not wait for the guard either.
-  const guard = m.force || m.done ? 0 : guardLeft(m, 'STOP', now, s);
+  const guard = m.force || m.done || m.yielding ? 0 : guardLeft(m, 'STOP', now, s);
   if (guard > 0) return { state: 'guard', reason: `STOP in ${mmss(guard)}: guard of ${secs(s.guardMs)} after the last START (msg.force stops at once)`, guardLeftMs: guard, nextMs: Math.min(guard, s.checkMs) };
   const n = attempt.n + 1;
   return { state: 'stopping', reason: `STOP ${n}/${s.stopAttempts} sent`, send: { action: 'STOP', transactionId }, attempt: { n, of: s.stopAttempts }, nextMs: s.confirmMs };

@@ -13,6 +13,7 @@
  * - claims: work done once per key by the fleet, its outcome for the others
  * - leases: which process acts on which item of a list, its state committed
  *   exactly once, messages for the holder
+ * - grants: a counting semaphore with a priority queue held by keys (a depot)
  * - reach: how this process's queries of the service end, compared with its peers'
  * - clientHooks: the token and request budget the ServiceClient shares
  *
@@ -23,6 +24,7 @@ import type { ControlTarget } from '../control/view';
 import type { Claims } from './claims';
 import type { Leases } from './leases';
 import type { ServiceReachShare } from './reach';
+import type { Grants } from './grants';
 
 /** How a share speaks through its node: a warning once per key, an error for Catch. */
 export interface ShareVoice {
@@ -53,6 +55,8 @@ export interface Coordination {
   readonly claims: Claims;
   /** lists whose items one process acts on at a time (leases.ts); alone, every item here */
   readonly leases: Leases;
+  /** counting semaphores with a priority queue, held by keys (grants.ts: a depot's slots); alone, kept in the caller's store */
+  readonly grants: Grants;
   /** how this process's queries of the service end, compared with its peers' (reach.ts); alone, nothing */
   readonly reach: ServiceReachShare;
   /** what the ServiceClient shares: the token and the request budget (alone: nothing) */

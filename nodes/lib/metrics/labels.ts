@@ -38,7 +38,7 @@ export function codeLabel(code: unknown): ChargingErrorCode {
 
 export const REQUEST_KINDS: readonly RequestKind[] = ['token', 'start', 'stop', 'progress'];
 
-const STATES: Record<ControlState, true> = { idle: true, starting: true, charging: true, stopping: true, guard: true, failed: true, busy: true, done: true };
+const STATES: Record<ControlState, true> = { idle: true, queued: true, starting: true, charging: true, stopping: true, guard: true, failed: true, busy: true, done: true };
 export const CONTROL_STATES = Object.keys(STATES) as ControlState[];
 
 const EVENTS: Record<WatchEventKind, true> = { pending: true, started: true, updated: true, ended: true, poll: true };
