@@ -8,7 +8,7 @@
 import type { FleetHooks } from '../client/fleet-hooks';
 import type { Claims } from '../coordination/claims';
 import type { Coordination, CoordinationFigures } from '../coordination/coordination';
-import { UnavailablePool, type Grants } from '../coordination/grants';
+import type { Grants } from '../coordination/grants';
 import type { Leases } from '../coordination/leases';
 import type { ServiceReachShare } from '../coordination/reach';
 import type { Fleet } from './fleet';
@@ -17,7 +17,7 @@ export class RedisCoordination implements Coordination {
   readonly claims: Claims;
   readonly leases: Leases;
   readonly reach: ServiceReachShare;
-  readonly grants: Grants = { open: () => new UnavailablePool('Coordinate replicas keeps no depot grants yet: a depot with replicas starts nothing') };
+  readonly grants: Grants;
   /** the fleet's scopes this configuration's nodes opened (a watch node's id; control:<id>): its leases are counted there */
   private readonly scopes = new Set<string>();
 
@@ -32,6 +32,8 @@ export class RedisCoordination implements Coordination {
       },
     };
     this.reach = fleet.reach;
+    // A depot's pool is the fleet's, in Redis: the node's own store is not used.
+    this.grants = { open: (pool) => fleet.grantPool(pool) };
   }
 
   clientHooks(): FleetHooks {

@@ -34,6 +34,7 @@ import { SharedTokenStore, type SharedTokenOptions } from './token/token-store';
 import { SharedRequestBudget } from './budget/budget';
 import { RedisClaims, type ClaimOptions } from './claims/claims';
 import { RedisLeaseScope } from './leases/lease-scope';
+import { RedisGrantPool } from './grants/redis-grant-pool';
 
 export type { ReplicaInfo };
 
@@ -74,6 +75,7 @@ export class Fleet {
   readonly reach: ServiceReach;
   readonly leases: Leases;
   private readonly scopes = new Map<string, RedisLeaseScope<unknown>>();
+  private readonly pools = new Map<string, RedisGrantPool>();
   private readonly hooks = new Set<() => Promise<void>>();
   private readonly membership: Membership;
   private readonly startedAt = Date.now();
@@ -184,6 +186,13 @@ export class Fleet {
   close(): Promise<void> {
     this.closing ??= this.shutdown();
     return this.closing;
+  }
+
+  /** The grant pool of this name (a depot), one per name: every replica's of the same name is the same pool in Redis. */
+  grantPool(pool: string): RedisGrantPool {
+    let p = this.pools.get(pool);
+    if (!p) this.pools.set(pool, (p = new RedisGrantPool({ connection: this.connection, keys: this.keys.grants(pool), everyCycle: (hook) => this.everyCycle(hook) })));
+    return p;
   }
 
   /** The open scope of this name, if any (its replicas and holdings, for Test connection and tests). */

@@ -91,6 +91,12 @@ export class FleetKeys {
     return `${this.prefix}cmd:${digest}`;
   }
 
+  /** the keys of one grant pool (a depot: the same name on every replica) */
+  grants(pool: string): GrantKeys {
+    const p = `${this.prefix}g:${digestOf(['grants', pool]).slice(0, 16)}:`;
+    return { entries: `${p}e`, queue: `${p}q`, holders: `${p}h`, waitExpiry: `${p}wx`, lapses: `${p}lx`, rules: `${p}r` };
+  }
+
   /**
    * The keys of one lease scope (the same name on every replica); `inbox`:
    * the name of its messages, if it takes any (a control node's wishes: the
@@ -133,4 +139,14 @@ export interface ScopeKeys {
   state: string;
   /** who holds an item: value = replica id, with a TTL */
   lease(item: string): string;
+}
+
+/** A grant pool's keys (grants/grant-lua.ts says what each holds). */
+export interface GrantKeys {
+  entries: string;
+  queue: string;
+  holders: string;
+  waitExpiry: string;
+  lapses: string;
+  rules: string;
 }
