@@ -17,6 +17,8 @@ import { EmbeddedNodeRed, type FlowNode } from './runtime';
 import { ChildCalls, serve } from './ipc';
 import { BenchContext, median, spread } from './measure';
 import { QUICK } from './options';
+import { RedisServer, REDIS_SERVER } from '../test/redis-server';
+import { GRANT_SYNC } from '../nodes/lib/fleet/grants/grant-scripts';
 
 const CHECK_SEC = 10;
 const LIMIT = 600;
@@ -27,7 +29,7 @@ const SETTLE_MS = (2 * CHECK_SEC + 5) * 1000;
 type Kind = 'off' | 'on';
 export type DepotCommand =
   | { cmd: 'init'; base: string }
-  | { cmd: 'start'; kind: Kind; n: number; prefix: string; seq: number }
+  | { cmd: 'start'; kind: Kind; n: number; prefix: string; seq: number; redisUrl?: string }
   | { cmd: 'begin' }
   | { cmd: 'end' }
   | { cmd: 'stop' }
@@ -39,11 +41,12 @@ let red: EmbeddedNodeRed | null = null;
 let base = '';
 let cpu0: NodeJS.CpuUsage | undefined;
 
-/** A control node for n connectors (msg.target), with a depot of its own for `on` (a new id per window: nothing left from the last). */
-function flow(kind: Kind, seq: number): FlowNode[] {
+/** A control node for n connectors (msg.target), with a depot of its own for `on` (a new id per window: nothing left from the last); with `redisUrl`, coordinated through it. */
+function flow(kind: Kind, seq: number, redisUrl?: string): FlowNode[] {
+  const credentials = { clientId: 'bench', clientSecret: 'bench-secret', ...(redisUrl ? { coordination: redisUrl } : {}) };
   return [
     { id: 'tab', type: 'tab', label: 'depot' },
-    { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, maxInFlight: 64, credentials: { clientId: 'bench', clientSecret: 'bench-secret' } },
+    { id: 'svc', type: 'charging-service', baseUrl: base, authUrl: `${base}/auth`, scope: '', timeout: 10, maxInFlight: 64, ...(redisUrl ? { fleetKey: `bench-depot-${seq}` } : {}), credentials },
     ...(kind === 'on' ? [{ id: `dep-${seq}`, type: 'charging-depot', limit: LIMIT, minRun: 600, turn: 0 }] : []),
     { id: 'c', type: 'charging-control', z: 'tab', service: 'svc', ...(kind === 'on' ? { depot: `dep-${seq}` } : {}), locationId: '', evseId: '', token: '', guard: 0, checkInterval: CHECK_SEC, waitTimeout: 60, startAttempts: 2, wires: [['sink']] },
     { id: 'sink', type: 'bench-sink', z: 'tab' },
@@ -58,7 +61,7 @@ async function handle(m: DepotCommand): Promise<Record<string, unknown>> {
       red.onSink(() => undefined);
       return {};
     case 'start': {
-      await red!.deploy(flow(m.kind, m.seq));
+      await red!.deploy(flow(m.kind, m.seq, m.redisUrl));
       const c = red!.node('c');
       // Spread over a check interval, as wishes come in a depot (and so that the checks are spread too).
       for (let i = 0; i < m.n; i++) setTimeout(() => c.receive({ payload: true, target: { locationId: 'LOC-1', evseId: '1', token: `${m.prefix}-s-${i}` } }), (i * CHECK_SEC * 1000) / m.n);
@@ -151,6 +154,7 @@ export async function depotSection(ctx: BenchContext): Promise<string> {
     const aa = idx.map((w) => per('offB', w) / per('off', w));
     const offPool = (inAll('off') + inAll('offB')) / 2;
     const expected = (N * windowMs) / 1000 / CHECK_SEC;
+    const trips = await roundTrips(procs[0], ctx);
     return [
       `### Depot: CPU per control check, without and with a depot (${N} connectors, one depot)`,
       '',
@@ -160,9 +164,44 @@ export async function depotSection(ctx: BenchContext): Promise<string> {
       '|---|---|---|---|---|---|---|---|---|',
       `| ${N} | ${windows} × ${windowMs / 1000} | ${inAll('off').toFixed(0)} | ${inAll('offB').toFixed(0)} | ${inAll('on').toFixed(0)} | **${spread(onOff)}** | ${spread(aa)} | ${(inAll('on') - offPool).toFixed(0)} | ${((checks.off.reduce((a, b) => a + b, 0) / windows) / expected).toFixed(3)} / ${((checks.on.reduce((a, b) => a + b, 0) / windows) / expected).toFixed(3)} |`,
       '',
-      'Redis round trips per check with replicas: not measured here (the Redis grants are not built yet).',
+      trips,
     ].join('\n');
   } finally {
     await Promise.all(procs.map((p) => p.exit()));
+  }
+}
+
+/**
+ * With *Coordinate replicas*: the depot's round trips to Redis per control
+ * check. One process, ROUND_TRIP_N connectors on a depot in Redis (Debian's
+ * redis-server on a free port), every script Redis runs seen with MONITOR over
+ * a window: the grant scripts (GRANT_SYNC) over the checks the server counted.
+ */
+const ROUND_TRIP_N = 100;
+
+async function roundTrips(proc: ChildCalls<DepotCommand>, ctx: BenchContext): Promise<string> {
+  if (!REDIS_SERVER) return 'Redis round trips per check with replicas: not measured (redis-server is not installed).';
+  const redis = await RedisServer.start({ persist: false });
+  try {
+    await proc.call({ cmd: 'start', kind: 'on', n: ROUND_TRIP_N, prefix: 'R', seq: 9_999, redisUrl: redis.url });
+    await new Promise((r) => setTimeout(r, SETTLE_MS));
+    const scripts = { grant: 0, other: 0, commands: 0 };
+    const monitor = await redis.monitor((args) => {
+      const cmd = args[0]?.toLowerCase();
+      scripts.commands++;
+      if (cmd === 'evalsha' || cmd === 'eval') scripts[args[1] === GRANT_SYNC.sha ? 'grant' : 'other']++;
+    });
+    const g0 = (await ctx.server.getsBy())['R'] ?? 0;
+    await new Promise((r) => setTimeout(r, QUICK ? 10_000 : 30_000));
+    const g1 = (await ctx.server.getsBy())['R'] ?? 0;
+    monitor.close();
+    await proc.call({ cmd: 'stop' });
+    const checks = Math.max(1, g1 - g0);
+    return [
+      '',
+      `With *Coordinate replicas* (one process, ${ROUND_TRIP_N} connectors on a depot of limit ${LIMIT} in Redis, ${QUICK ? 10 : 30} s seen with MONITOR): **${(scripts.grant / checks).toFixed(2)} grant scripts (round trips to the depot) per control check** (${scripts.grant} over ${checks} checks); the control's own lease, commit and heartbeat scripts beside them: ${(scripts.other / checks).toFixed(2)} per check.`,
+    ].join('\n');
+  } finally {
+    await redis.close();
   }
 }
