@@ -72,8 +72,8 @@ describe('a replica cut off from the service by its own proxy, judged against it
       proxy.forwardMode = mode;
       proxy.dropConnections();
       // Three polls in a row missed (each after its 4 attempts, a timeout each when nothing answers, and their pauses),
-      // a peer's answer since then and its heartbeat (2 cycles), a lease, a cycle, an interval.
-      const missMs = (mode === 'silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + 2 * CYCLE_MS;
+      // a peer's answer two seconds (the margin for its lag) after that, seen for three seconds, a lease, a cycle, an interval.
+      const missMs = (mode === 'silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + 2000 + 3000 + CYCLE_MS;
       const bound = missMs + LEASE_MS + 3 * CYCLE_MS + 2 * INTERVAL_MS;
       await delay(bound + 3 * INTERVAL_MS);
       const gap = longestGap(arrivals(sim, from, 'GET'), WATCHED, faultAt, Date.now());
@@ -100,7 +100,8 @@ describe('a replica cut off from the service by its own proxy, judged against it
     const from = sim.requests.length;
     await delay(2 * INTERVAL_MS);
     for (let i = 0; i < N; i++) {
-      assert.doesNotMatch(fleet.log(i).slice(logBefore[i]), /gives its watched tokens/, `replica ${i} stood down`);
+      const said = fleet.log(i).slice(logBefore[i]);
+      assert.doesNotMatch(said, /gives its watched tokens/, `replica ${i} stood down: ${said.split('\n').filter((l) => /gives its watched/.test(l)).join(' | ')}`);
     }
     assert.equal(pollers(from).size, N, 'all three poll right after the outage');
   });

@@ -101,7 +101,10 @@ export class Fleet {
     this.reach = new ServiceReach({
       // A probe at most every 2.5 cycles (5 s at the default cycle): each cycle reviews, and probes when one is due.
       probeMs: 2.5 * this.cycleMs,
-      marginMs: Math.min(1_000, this.cycleMs),
+      // A peer's answer is placed late by its event loop's lag and its heartbeat's way to Redis: at least two seconds, or a cycle.
+      marginMs: Math.max(2_000, this.cycleMs),
+      // A healthy peer seen this long (and at least two cycles) before standing down.
+      confirmMs: Math.max(3_000, 2 * this.cycleMs),
       ...options.reach,
       now: monotonicNow,
       onChange: (down, why) => {

@@ -34,7 +34,7 @@ describe('fleet: the figures for the metrics (real Redis)', function () {
     for (let i = 0; i < 3; i++) a.reach.polled(new ChargingError('NETWORK', 'refused'));
     const answers = setInterval(() => b.reach.polled(null), 50);
     try {
-      await until(() => a.figures().standDowns === 1, 'a stood down', 5_000);
+      await until(() => a.figures().standDowns === 1, 'a stood down', 10_000);
     } finally {
       clearInterval(answers);
     }

@@ -20,8 +20,10 @@
  *   times are placed on Redis's clock: a peer's heartbeat keeps Redis's time
  *   with the age of its last answer, and this replica's own heartbeat says
  *   where its streak began on that clock (at the latest: counted from when
- *   the heartbeat was sent). `marginMs` allows for a peer whose heartbeat
- *   reached Redis late after it counted. A replica standing down comes back
+ *   the heartbeat was sent). `marginMs` allows for the lag of the peer's
+ *   event loop behind the answer it counted (under load, the last answers of
+ *   an outage's first moment are taken in hundreds of ms late) and for its
+ *   heartbeat's way to Redis. A replica standing down comes back
  *   as soon as no healthy peer is left (the last one standing polls).
  * - Standing down, it probes every `probeMs` (from the fleet's loop: no timer
  *   of its own) and takes its share back at the first answer.
@@ -44,8 +46,15 @@ export interface ServiceReachOptions {
   failures?: number;
   /** pause between probes while standing down (default 5 s) */
   probeMs?: number;
-  /** how long a peer's heartbeat may take to reach Redis after it counted its answers (default 1 s) */
+  /** how late a peer's answer may be placed: its event loop's lag and its heartbeat's way to Redis (default 1 s) */
   marginMs?: number;
+  /**
+   * how long a healthy peer must be seen while this replica's streak goes on
+   * before it stands down (default 3 s): when an outage of everyone ends, the
+   * first replicas back look healthy to the others until their own polls,
+   * still in their retries, get answers too
+   */
+  confirmMs?: number;
   now: () => number;
   /** told once per stand-down and once when back, with the failure that decided it */
   onChange?: (standingDown: boolean, why: string) => void;
@@ -77,6 +86,9 @@ export class ServiceReach implements ServiceReachShare {
   private readonly probeMs: number;
   private readonly marginMs: number;
   private peersHealthy = false;
+  /** monotonic ms since a healthy peer has been seen during this streak (null: not seen) */
+  private healthySince: number | null = null;
+  private readonly confirmMs: number;
   /** times this replica gave its share away (the metrics count them) */
   standDowns = 0;
 
@@ -84,6 +96,7 @@ export class ServiceReach implements ServiceReachShare {
     this.failures = options.failures ?? 3;
     this.probeMs = options.probeMs ?? 5_000;
     this.marginMs = options.marginMs ?? 1_000;
+    this.confirmMs = options.confirmMs ?? 3_000;
   }
 
   polled(err: ChargingError | null): void {
@@ -132,7 +145,10 @@ export class ServiceReach implements ServiceReachShare {
     // On Redis's clock, the latest this replica's streak can have begun; a peer's last answer must be later.
     const streakFrom = clock.redisMs - (clock.sentAt - this.failingSince);
     this.peersHealthy = missing && live.some((r) => r.id !== me && r.at !== undefined && r.reach?.fails === 0 && r.reach.okAgoMs !== null && r.at - r.reach.okAgoMs - this.marginMs > streakFrom);
-    if (!this.standing && missing && this.peersHealthy) this.change(true, `${this.fails} queries in a row got no answer from the service (${this.lastFailure}) while another replica gets answers`);
+    // Seen for confirmMs of this streak, not once: at the end of an outage of everyone the first back look healthy for a moment.
+    this.healthySince = this.peersHealthy ? (this.healthySince ?? now) : null;
+    const confirmed = this.healthySince !== null && now - this.healthySince >= this.confirmMs;
+    if (!this.standing && confirmed) this.change(true, `${this.fails} queries in a row got no answer from the service (${this.lastFailure}) while another replica gets answers`);
     else if (this.standing && (!missing || !this.peersHealthy)) this.change(false, missing ? 'no other replica gets answers from the service either' : 'the service answers again');
     if (this.standing && !this.probing && now - this.lastProbeAt >= this.probeMs) void this.probe(now);
     return this.standing;
