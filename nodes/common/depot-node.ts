@@ -5,7 +5,9 @@
  * Coordination, kept in that context store while the process is alone.
  */
 import type { Node, NodeAPI } from 'node-red';
-import type { GrantPool } from '../lib/coordination/grants';
+import type { GrantPool, GrantTable } from '../lib/coordination/grants';
+import type { DepotFigures } from '../lib/metrics/figures';
+import { configurationLabel } from '../lib/metrics/labels';
 import { depotSettings, type DepotConfig, type DepotSettings } from '../lib/depot/settings';
 import { ChargingError } from '../lib/errors';
 import { ContextGrantStore } from './context-grant-store';
@@ -61,16 +63,43 @@ export function setUpDepot(RED: NodeAPI, node: Node, config: DepotConfig): void 
   self.depot = depot;
   self.serviceId = services[0] ?? null;
   const grantStore = new ContextGrantStore(node, store);
-  const configured = new WeakSet<GrantPool>();
+  const seen = new WeakMap<GrantPool, GrantPool>();
+  const last: { table: GrantTable | null } = { table: null };
+  let unread: () => void = () => undefined;
+  node.on('close', () => unread());
   self.pool = (): GrantPool => {
     if ('error' in depot) throw depot.error;
     if (!self.serviceId) throw new ChargingError('CONFIG', 'No charging-control node uses this depot yet: its table lives with their charging-service configuration');
-    const pool = getService(RED, self.serviceId).getCoordination().grants.open(node.id, grantStore);
-    if (!configured.has(pool)) {
-      configured.add(pool);
+    const service = getService(RED, self.serviceId);
+    const pool = service.getCoordination().grants.open(node.id, grantStore);
+    let kept = seen.get(pool);
+    if (!kept) {
       const s = depot.settings;
       void pool.configure({ limit: s.limit, budgetKW: s.budgetKW, agingMs: s.agingMs });
+      kept = keepingTable(pool, last);
+      seen.set(pool, kept);
+      // The metrics read the table the depot's last operation answered: nothing is asked of the store at a scrape.
+      const label = configurationLabel(node.name, node.id);
+      unread = service.metrics.read('depot', () => depotFigures(label, last.table));
     }
-    return pool;
+    return kept;
   };
+}
+
+/** The pool, keeping the table each of its answers shows. */
+function keepingTable(pool: GrantPool, last: { table: GrantTable | null }): GrantPool {
+  const keep = <T extends { ok: boolean }>(a: T): T => ((last.table = a.ok ? (a as unknown as { table: GrantTable }).table : last.table), a);
+  return {
+    sync: (key, op) => pool.sync(key, op).then(keep),
+    configure: (rules) => pool.configure(rules),
+    setLimit: (limit) => pool.setLimit(limit).then(keep),
+    list: () => pool.list().then(keep),
+    onChange: (fn) => pool.onChange(fn),
+  };
+}
+
+/** A depot's figures for a metrics scrape; none before its first answer (left out, not a made-up 0). */
+function depotFigures(depot: string, t: GrantTable | null): DepotFigures {
+  if (!t) throw new Error('no table yet');
+  return { depot, inUse: t.inUse, waiting: t.waiting, usedKW: t.usedKW, ...(t.limit !== null ? { limit: t.limit } : {}), ...(t.budgetKW !== null ? { budgetKW: t.budgetKW } : {}) };
 }

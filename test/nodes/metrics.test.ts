@@ -168,6 +168,21 @@ describe('charging-metrics: /metrics through http in, against the simulator', fu
     for (const state of ['idle', 'starting', 'stopping', 'guard', 'failed', 'busy', 'done']) assert.equal(valueOf(s.families, 'chargectl_control_targets', { config: 'sim', state }), 0, state);
   });
 
+  it('a depot of limit 2 with three connectors on: in use 2, waiting 1, its limit 2 and the kW it counts; no budget, so no budget series', async () => {
+    const depot = { id: 'dep', type: 'charging-depot', name: 'yard', limit: 2, minRun: 1, turn: '0', aging: 3600, idleKWh: 0, idleWindow: 0, overFor: 1 };
+    const control = { id: 'ctl', type: 'charging-control', service: 'svc', depot: 'dep', locationId: '', evseId: '', token: '', guard: 0, checkInterval: 0.2, waitTimeout: 1, wires: [['states']] };
+    await load([depot, control, { id: 'states', type: 'helper' }]);
+    for (const n of [1, 2, 3]) send('ctl', { payload: true, target: { locationId: 'LOC-D', evseId: String(n), token: `RFID-D-${n}` } });
+    await until(() => Sink.of('states').messages.filter((m) => m.payload === 'queued').length >= 1 && Sink.of('states').messages.filter((m) => m.payload === 'charging').length >= 2, 'two charging, one queued', 8_000);
+    await delay(500);
+    const s = await scrape();
+    assert.equal(value(s, 'chargectl_depot_in_use', { depot: 'yard' }), 2);
+    assert.equal(value(s, 'chargectl_depot_waiting', { depot: 'yard' }), 1);
+    assert.equal(value(s, 'chargectl_depot_limit', { depot: 'yard' }), 2);
+    assert.equal(value(s, 'chargectl_depot_used_kw', { depot: 'yard' }), 22, 'two sessions at the assumed 11 kW');
+    assert.equal(valueOf(s.families, 'chargectl_depot_budget_kw', { config: 'sim', depot: 'yard' }), undefined, 'no budget set: no series');
+  });
+
   it('msg.format "json": the same values as an object; an unknown format: INVALID_INPUT at Catch, nothing sent', async () => {
     await load([{ id: 'query', type: 'charging-progress', service: 'svc', wires: [['queried']] }, { id: 'queried', type: 'helper' }]);
     send('query', { payload: { token: 'RFID-M-J' } });

@@ -63,7 +63,7 @@ export class ConfigurationMetrics implements ClientMetrics, WatchMetrics {
   readonly events = new Float64Array(WATCH_EVENTS.length);
   renewals = 0;
   private closed = false;
-  private readonly readers: Readers = { watch: new Set(), control: new Set(), coordination: new Set() };
+  private readonly readers: Readers = { watch: new Set(), control: new Set(), coordination: new Set(), depot: new Set() };
 
   constructor(
     /** the value of the `config` label */

@@ -135,7 +135,16 @@ interface Collected<K extends FigureKind> {
 
 const num = (v: boolean | number | undefined): number | undefined => (v === undefined ? undefined : typeof v === 'boolean' ? (v ? 1 : 0) : v);
 
-/** Read at scrape time. The charging-depot's gauges (in use, waiting, limit) will be rows here. */
+/** A charging-depot's gauges, from the table its last operation answered. */
+const DEPOT_GAUGES = {
+  inUse: { name: 'chargectl_depot_in_use', help: 'Connectors a charging-depot counts as charging (granted, or a session started at the station)' },
+  waiting: { name: 'chargectl_depot_waiting', help: 'Connectors queued for a charging-depot\'s slot' },
+  limit: { name: 'chargectl_depot_limit', help: 'A charging-depot\'s limit of connectors at once (absent: none set)' },
+  usedKW: { name: 'chargectl_depot_used_kw', help: 'The kW a charging-depot counts (measured, or assumed until measured)' },
+  budgetKW: { name: 'chargectl_depot_budget_kw', help: 'A charging-depot\'s kW budget (absent: none set)' },
+} as const;
+
+/** Read at scrape time. */
 const COLLECTED: Array<Collected<FigureKind>> = [
   row({ name: 'chargectl_watched_sessions', help: 'Tokens the watch nodes poll from this replica', type: 'gauge', kind: 'watch', combine: 'sum', points: (f) => [{ value: f.watched }] }),
   row({ name: 'chargectl_sessions_charging', help: 'Watched tokens whose session has started (a transaction) and not ended', type: 'gauge', kind: 'watch', combine: 'sum', points: (f) => [{ value: f.charging }] }),
@@ -152,6 +161,17 @@ const COLLECTED: Array<Collected<FigureKind>> = [
   row({ name: 'chargectl_fleet_replicas', help: 'Replicas alive in the fleet at the last heartbeat, this one included (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'max', points: (f) => [{ value: f.replicas }] }),
   row({ name: 'chargectl_redis_up', help: '1 while Redis answers this replica, 0 while it does not (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'min', points: (f) => [{ value: num(f.redisUp) }] }),
   row({ name: 'chargectl_redis_round_trip_seconds', help: 'The round trip of this replica\'s last heartbeat to Redis; absent while Redis does not answer (Coordinate replicas)', type: 'gauge', kind: 'coordination', combine: 'max', points: (f) => [{ value: f.redisRoundTripSeconds }] }),
+  ...(['inUse', 'waiting', 'limit', 'usedKW', 'budgetKW'] as const).map((k) =>
+    row({
+      name: DEPOT_GAUGES[k].name,
+      help: DEPOT_GAUGES[k].help,
+      type: 'gauge',
+      kind: 'depot',
+      labelNames: ['depot'],
+      combine: 'max',
+      points: (f) => [{ value: f[k], labels: { depot: f.depot } }],
+    }),
+  ),
   row({ name: 'chargectl_fleet_stand_downs_total', help: 'Times a watch node gave this replica\'s share of its tokens to the others because it could not reach the service (Coordinate replicas)', type: 'counter', kind: 'coordination', combine: 'sum', points: (f) => [{ value: f.standDowns }] }),
 ];
 

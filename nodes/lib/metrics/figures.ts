@@ -18,19 +18,26 @@ export interface WatchFigures {
 /** A control node: its connectors by the state each is in. */
 export type ControlFigures = Partial<Record<ControlState, number>>;
 
-/**
- * Every kind of reader. A charging-depot's figures (connectors in use,
- * waiting, its limit) will be one more kind here, with its gauges in
- * definitions.ts, read the same way.
- */
+/** A charging-depot, as its last table showed it (its label: the depot's name, or its id); a limit not set is left out. */
+export interface DepotFigures {
+  depot: string;
+  inUse: number;
+  waiting: number;
+  usedKW: number;
+  limit?: number;
+  budgetKW?: number;
+}
+
+/** Every kind of reader. */
 export interface Figures {
   watch: WatchFigures;
   control: ControlFigures;
   coordination: CoordinationFigures;
+  depot: DepotFigures;
 }
 
 export type FigureKind = keyof Figures;
-export const FIGURE_KINDS: readonly FigureKind[] = ['watch', 'control', 'coordination'];
+export const FIGURE_KINDS: readonly FigureKind[] = ['watch', 'control', 'coordination', 'depot'];
 
 /** What one scrape read: per configuration label and kind, each reader's figures, or null when a reader failed. */
 export type Snapshot = Map<string, { [K in FigureKind]?: Array<Figures[K]> | null }>;
