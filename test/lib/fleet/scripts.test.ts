@@ -21,6 +21,7 @@ import { decodeState, encodeState } from '../../../nodes/lib/fleet/leases/state-
 import { CLAIM, PUBLISH } from '../../../nodes/lib/fleet/claims/claim-scripts';
 import { LOCK_RELEASE, TOKEN_DROP, TOKEN_READ, TOKEN_STORE } from '../../../nodes/lib/fleet/token/token-scripts';
 import { BUDGET_TAKE } from '../../../nodes/lib/fleet/budget/budget';
+import { GRANT_CONFIGURE, GRANT_LIST, GRANT_SET_LIMIT, GRANT_SYNC } from '../../../nodes/lib/fleet/grants/grant-scripts';
 import { RedisServer, requireRedis } from '../../redis-server';
 
 describe('fleet: each Lua script, branch by branch (real redis-server)', function () {
@@ -344,6 +345,58 @@ describe('fleet: each Lua script, branch by branch (real redis-server)', functio
       assert.equal(refused[0], 0);
       assert.ok(refused[1] > 500_000 && refused[1] <= 1_000_000, `the wait until the next free start (${refused[1]} µs)`);
       assert.equal(Number(await admin.get(keys.budget)), second[1] + 500_000, 'a refused take reserves nothing');
+    });
+  });
+
+  describe('grants', () => {
+    const pool = () => {
+      const k = keys.grants('depot');
+      return { keys: { entries: k.entries, queue: k.queue, holders: k.holders, waitExpiry: k.waitExpiry, lapses: k.lapses, rules: k.rules }, k };
+    };
+    const args = (o: { epochSeen?: string; limit?: number | '' } = {}) => ({ confLimit: o.limit ?? 1, confBudget: '', agingMs: 0, epochSeen: o.epochSeen ?? '', recountMs: 60_000, offsetMs: 0 });
+    const sync = async (key: string, op: string, o: { epochSeen?: string; create?: string } = {}) =>
+      JSON.parse(String(await conn.eval(GRANT_SYNC.call(pool().keys, { ...args(o), key, op, priority: 0, weight: 11, waitMs: 60_000, lapseMs: 600_000, note: '{"state":"x"}', requeue: '0', create: o.create ?? '', maxEntries: 10 })))) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+    it('GRANT_SYNC: a first ask on a new pool puts the configured rules and grants; a second waits at 1; hold, look and release as the pool says; each answer its table and version', async () => {
+      const a = await sync('A', 'ask');
+      assert.equal(a.granted, true);
+      assert.equal(a.table.limit, 1);
+      assert.equal(a.entry.note.state, 'x');
+      const b = await sync('B', 'ask');
+      assert.deepEqual([b.granted, b.position, b.table.waiting, b.table.inUse], [false, 1, 1, 1]);
+      assert.deepEqual(b.table.holders.map((h: { key: string }) => h.key), ['A'], 'someone waits: every holder in the answer');
+      assert.ok(b.version > a.version, 'a change any replica shows moves the version');
+      const look = await sync('B', 'look');
+      assert.equal(look.version, b.version, 'a renewal alone does not');
+      const s = await sync('S', 'hold', { create: '{"station":true}' });
+      assert.deepEqual([s.entry.state, s.table.inUse, s.entry.note.station], ['granted', 2, true]);
+      assert.notEqual(s.table.overSince, null, 'over the limit: a station session counts');
+      const r = await sync('A', 'release');
+      assert.deepEqual([r.entry, r.mayAdmit, r.table.inUse], [null, true, 1]);
+      assert.deepEqual(JSON.parse(String(await admin.hget(pool().k.entries, 'B'))).state, 'waiting', 'over the limit still: nobody let in');
+    });
+
+    it('GRANT_SYNC: a pool Redis lost, asked by a replica that had seen it: nobody new until the re-count is over; one that had not: at once', async () => {
+      const fresh = await sync('A', 'ask', { epochSeen: '' });
+      assert.equal(fresh.granted, true, 'a new pool: no re-count');
+      await admin.del(...Object.values(pool().keys));
+      const lost = await sync('B', 'ask', { epochSeen: String(fresh.epoch) });
+      assert.equal(lost.granted, false, 'a pool lost: the cars still charging are counted again first');
+      assert.ok(Number(await admin.hget(pool().k.rules, 'recountUntil')) > Date.now());
+    });
+
+    it('GRANT_CONFIGURE, GRANT_SET_LIMIT, GRANT_LIST: the configured rules (a run-time limit kept until the configured one changes), the limit at run time, every entry', async () => {
+      await conn.eval(GRANT_CONFIGURE.call(pool().keys, args({ limit: 1 })));
+      await sync('A', 'ask');
+      await sync('B', 'ask');
+      const set = JSON.parse(String(await conn.eval(GRANT_SET_LIMIT.call(pool().keys, { ...args({ limit: 1 }), limit: 3, budgetKW: '' }))));
+      assert.equal(set.table.limit, 3);
+      await conn.eval(GRANT_CONFIGURE.call(pool().keys, args({ limit: 1 })));
+      assert.equal(Number(await admin.hget(pool().k.rules, 'limit')), 3, 'the same configuration: the run-time limit stays');
+      await conn.eval(GRANT_CONFIGURE.call(pool().keys, args({ limit: 2 })));
+      const list = JSON.parse(String(await conn.eval(GRANT_LIST.call(pool().keys, args({ limit: 2 })))));
+      assert.equal(list.table.limit, 2, 'the configuration changed: it wins');
+      assert.deepEqual([list.table.holders.length + (Array.isArray(list.queue) ? list.queue.length : 0)], [2]);
     });
   });
 
