@@ -24,10 +24,11 @@ function field(p: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(p, key) ? p[key] : undefined;
 }
 
-function optionalNumber(p: Record<string, unknown>, key: string): number | null {
+/** A CDR's amount; a credit CDR carries the credited amounts as negatives (OCPI), which only a credit may. */
+function optionalNumber(p: Record<string, unknown>, key: string, credit: boolean): number | null {
   const v = field(p, key);
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be a number of 0 or more`, { field: key });
+  if (typeof v !== 'number' || !Number.isFinite(v) || (v < 0 && !credit)) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be a number of 0 or more (negative only in a credit CDR)`, { field: key });
   return v;
 }
 
@@ -48,8 +49,8 @@ export function parseCdr(payload: unknown): CdrInput {
   const input: CdrInput = {
     cdrId: optionalText(p, 'cdrId') ?? optionalText(p, 'id'),
     transactionId: optionalText(p, 'transactionId'),
-    energyKWh: optionalNumber(p, 'energyKWh'),
-    totalCost: optionalNumber(p, 'totalCost'),
+    energyKWh: optionalNumber(p, 'energyKWh', credit === true),
+    totalCost: optionalNumber(p, 'totalCost', credit === true),
     currency: currency && currency.toUpperCase(),
     credit: credit === true,
     creditReferenceId: optionalText(p, 'credit_reference_id'),

@@ -1,0 +1,48 @@
+/**
+ * The ledger's pure rules under hostile and awkward input: OCPI's credit CDRs,
+ * spreadsheet formulas in every shape, huge numbers, mixed currencies, and
+ * time zones whose changes are not a whole hour (what held is kept here too).
+ */
+import assert from 'node:assert/strict';
+import { corrected, meterValues, parseCdr } from '../../../nodes/lib/ledger/cdr';
+import { advance, closeRecord, openRecord, type LedgerRecord, type SessionFacts } from '../../../nodes/lib/ledger/record';
+import { ledgerSettings, type LedgerSettings } from '../../../nodes/lib/ledger/settings';
+import { ChargingError } from '../../../nodes/lib/errors';
+
+const TOU = [{ id: 'tou', currency: 'EUR', pricePerKWh: 0.4, windows: [{ days: 'mon-sun', from: '22:00', to: '06:00', pricePerKWh: 0.2 }] }];
+const settingsIn = (timeZone: string, tariffs: unknown[] = TOU): LedgerSettings => ledgerSettings({ timeZone, tariffs: JSON.stringify(tariffs), defaultTariff: 'tou' });
+
+/** A session from its readings [UTC instant, Wh], the first being its start. */
+function booked(settings: LedgerSettings, readings: Array<[string, number]>, more: Partial<SessionFacts> = {}): LedgerRecord {
+  const at = (i: number): SessionFacts => ({
+    transactionId: 'TX-1',
+    cdrId: 'CDR-1',
+    token: 'T-1',
+    locationId: 'L',
+    evseId: '1',
+    meterStart: readings[0][1],
+    meterEnd: readings[i][1],
+    startedAt: readings[0][0],
+    updatedAt: readings[i][0].replace(/Z$/, ''),
+    endObserved: true,
+    ...more,
+  });
+  let open = openRecord(at(0), settings);
+  for (let i = 1; i < readings.length - 1; i++) open = advance(open, at(i), settings);
+  return closeRecord(open, at(readings.length - 1), settings);
+}
+
+const isCode = (code: string) => (e: unknown) => e instanceof ChargingError && e.code === code;
+
+describe('ledger attack: CDR corrections as OCPI sends them', () => {
+  const r = booked(settingsIn('Europe/Berlin'), [['2026-02-02T07:00:00Z', 1_000], ['2026-02-02T08:30:00Z', 12_345]]);
+
+  it('a credit CDR carrying the credited amounts as negatives (OCPI) reverts the record to the meter values', () => {
+    const c = corrected(r, meterValues(r), parseCdr({ cdrId: 'CDR-1', energyKWh: 11, totalCost: 4.4 }), 2)!;
+    const credit = parseCdr({ cdrId: 'CDR-1-C', credit: true, credit_reference_id: 'CDR-1', energyKWh: -11, totalCost: -4.4, currency: 'EUR' });
+    const back = corrected(c, meterValues(r), credit, 2)!;
+    assert.deepEqual([back.revision, back.energyWh, back.cost, back.source], [3, r.energyWh, r.cost, 'meter']);
+    assert.throws(() => parseCdr({ cdrId: 'X', totalCost: -1 }), isCode('INVALID_INPUT'), 'a CDR that is no credit has no negative amounts');
+    assert.throws(() => parseCdr({ cdrId: 'X', credit: true, totalCost: Number.NaN }), isCode('INVALID_INPUT'));
+  });
+});
