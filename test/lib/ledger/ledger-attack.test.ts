@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { corrected, meterValues, parseCdr } from '../../../nodes/lib/ledger/cdr';
+import { csvCell, toCsv } from '../../../nodes/lib/ledger/csv';
 import { advance, closeRecord, openRecord, type LedgerRecord, type SessionFacts } from '../../../nodes/lib/ledger/record';
 import { ledgerSettings, type LedgerSettings } from '../../../nodes/lib/ledger/settings';
 import { ChargingError } from '../../../nodes/lib/errors';
@@ -44,5 +45,25 @@ describe('ledger attack: CDR corrections as OCPI sends them', () => {
     assert.deepEqual([back.revision, back.energyWh, back.cost, back.source], [3, r.energyWh, r.cost, 'meter']);
     assert.throws(() => parseCdr({ cdrId: 'X', totalCost: -1 }), isCode('INVALID_INPUT'), 'a CDR that is no credit has no negative amounts');
     assert.throws(() => parseCdr({ cdrId: 'X', credit: true, totalCost: Number.NaN }), isCode('INVALID_INPUT'));
+  });
+});
+
+describe('ledger attack: the CSV in a spreadsheet', () => {
+  it('a text cell is guarded by what a spreadsheet reads first: leading blanks, a line break, full-width signs', () => {
+    const guarded = ['=HYPERLINK("http://x","y")', '\t=1+1', ' =1+1', '  +1', '\n=cmd|\'/c calc\'!A0', '\r\n@SUM(A1)', '\u00a0-1+1', '\uff1d1+1', '\uff0b1', '\uff0d1', '\uff20A1'];
+    for (const v of guarded) {
+      const cell = csvCell(v, ',');
+      assert.ok(cell.startsWith("'") || cell.startsWith(`"'`), `${JSON.stringify(v)} → ${JSON.stringify(cell)}`);
+    }
+    for (const v of ['Anna', 'B-XY 123', '1+1', 'a=b', '', 'Zoë 😀']) assert.equal(csvCell(v, ','), v, `${JSON.stringify(v)} stays as it is`);
+    assert.equal(csvCell('say "hi"\r\nbye', ','), '"say ""hi""\r\nbye"', 'RFC 4180: quotes doubled, the line break inside quotes');
+  });
+
+  it('numbers stay numbers: a negative meter reading (a bidirectional meter) gets no apostrophe, in en and de', () => {
+    const r = booked(settingsIn('Europe/Berlin'), [['2026-02-02T07:00:00Z', -5_000], ['2026-02-02T08:00:00Z', 1_000]]);
+    const en = toCsv([{ ...r, label: '-Anna' }], 'en', 2).split('\r\n')[1].split(',');
+    assert.deepEqual([en[3], en[14], en[15], en[16], en[17]], ["'-Anna", '-5000', '1000', '6.000', '2.40']);
+    const de = toCsv([r], 'de', 2).split('\r\n')[1].split(';');
+    assert.deepEqual([de[14], de[16], de[17]], ['-5000', '6,000', '2,40']);
   });
 });
