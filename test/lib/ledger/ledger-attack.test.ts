@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { corrected, meterValues, parseCdr } from '../../../nodes/lib/ledger/cdr';
 import { csvCell, toCsv } from '../../../nodes/lib/ledger/csv';
 import { advance, closeRecord, openRecord, type LedgerRecord, type SessionFacts } from '../../../nodes/lib/ledger/record';
+import { roundMoney, sumMoney } from '../../../nodes/lib/ledger/money';
+import { statement } from '../../../nodes/lib/ledger/statement';
 import { ledgerSettings, type LedgerSettings } from '../../../nodes/lib/ledger/settings';
 import { ChargingError } from '../../../nodes/lib/errors';
 
@@ -65,5 +67,28 @@ describe('ledger attack: the CSV in a spreadsheet', () => {
     assert.deepEqual([en[3], en[14], en[15], en[16], en[17]], ["'-Anna", '-5000', '1000', '6.000', '2.40']);
     const de = toCsv([r], 'de', 2).split('\r\n')[1].split(';');
     assert.deepEqual([de[14], de[16], de[17]], ['-5000', '6,000', '2,40']);
+  });
+});
+
+describe('ledger attack: money', () => {
+  it('rounds half away from zero at every size: large amounts keep their cents, negative credits round away from zero', () => {
+    assert.equal(roundMoney(12_345_678_901.125, 2), 12_345_678_901.13);
+    assert.equal(roundMoney(100_000_000.123_45, 4), 100_000_000.123_5);
+    assert.equal(roundMoney(9_007_199_254.745, 2), 9_007_199_254.75);
+    assert.deepEqual([-0.005, -2.675, -1.005, -0.125].map((v) => roundMoney(v, 2)), [-0.01, -2.68, -1.01, -0.13]);
+    assert.deepEqual([0.1 + 0.2, 1.005, 2.675, 0.285, 1.255, 8.345].map((v) => roundMoney(v, 2)), [0.3, 1.01, 2.68, 0.29, 1.26, 8.35]);
+  });
+
+  it('10 000 sessions of 1 kWh at 0.2999 EUR: each rounded once, the total their sum, and the CSV column adds up to it', () => {
+    const tariff = [{ id: 'p', currency: 'EUR', pricePerKWh: 0.2999 }];
+    const one = booked(ledgerSettings({ timeZone: 'UTC', tariffs: JSON.stringify(tariff), defaultTariff: 'p' }), [['2026-03-02T10:00:00Z', 0], ['2026-03-02T11:00:00Z', 1_000]]);
+    assert.equal(one.cost, 0.3);
+    const records = Array.from({ length: 10_000 }, (_, i) => ({ ...one, recordId: `R${i}` }));
+    const s = statement({ month: '2026-03', timeZone: 'UTC', records, open: 0, over: true, meta: { exportedAt: null, changes: [] }, costDecimals: 2, mask: false });
+    assert.equal(s.total, 3000);
+    const column = toCsv(records, 'en', 2).trim().split('\r\n').slice(1).map((l) => l.split(',')[17]);
+    assert.equal(sumMoney(column.map(Number), 2), s.total);
+    const four = { ...one, cost: roundMoney(0.2999, 4) };
+    assert.equal(sumMoney(Array.from({ length: 10_000 }, () => four.cost), 4), 2999);
   });
 });
