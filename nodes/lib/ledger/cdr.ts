@@ -24,11 +24,15 @@ function field(p: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(p, key) ? p[key] : undefined;
 }
 
+/** The largest CDR amount: kWh that stay exact integer Wh, a cost that keeps its minor units. */
+const CDR_LIMIT = 1e12;
+
 /** A CDR's amount; a credit CDR carries the credited amounts as negatives (OCPI), which only a credit may. */
 function optionalNumber(p: Record<string, unknown>, key: string, credit: boolean): number | null {
   const v = field(p, key);
   if (v === undefined || v === null) return null;
   if (typeof v !== 'number' || !Number.isFinite(v) || (v < 0 && !credit)) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be a number of 0 or more (negative only in a credit CDR)`, { field: key });
+  if (Math.abs(v) > CDR_LIMIT) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be at most ${CDR_LIMIT}`, { field: key });
   return v;
 }
 

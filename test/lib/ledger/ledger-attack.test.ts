@@ -92,3 +92,20 @@ describe('ledger attack: money', () => {
     assert.equal(sumMoney(Array.from({ length: 10_000 }, () => four.cost), 4), 2999);
   });
 });
+
+describe('ledger attack: huge numbers', () => {
+  it('a meter reading beyond what integer Wh can hold is left out with a warning; the energy stays exact', () => {
+    const r = booked(settingsIn('UTC'), [['2026-03-02T10:00:00Z', 0], ['2026-03-02T10:30:00Z', 5_000], ['2026-03-02T10:40:00Z', 1e20], ['2026-03-02T11:00:00Z', 6_000]]);
+    assert.deepEqual([r.energyWh, r.meterEndWh, r.cost], [6_000, 6_000, 2.4]);
+    assert.ok(Number.isSafeInteger(r.energyWh));
+    assert.ok(r.warnings.some((w) => w.includes('out of range')), r.warnings.join('; '));
+    const start = booked(settingsIn('UTC'), [['2026-03-02T10:00:00Z', 2 ** 60], ['2026-03-02T11:00:00Z', 2 ** 60 + 10]]);
+    assert.ok(Number.isSafeInteger(start.meterStartWh) && Number.isSafeInteger(start.energyWh), `${start.meterStartWh} ${start.energyWh}`);
+  });
+
+  it('a CDR with an energy or a cost no number can hold exactly is refused, nothing changed', () => {
+    assert.throws(() => parseCdr({ cdrId: 'X', energyKWh: 1e20 }), isCode('INVALID_INPUT'));
+    assert.throws(() => parseCdr({ cdrId: 'X', totalCost: 1e20 }), isCode('INVALID_INPUT'));
+    assert.equal(parseCdr({ cdrId: 'X', energyKWh: 1_000_000, totalCost: 999_999_999.99 }).totalCost, 999_999_999.99);
+  });
+});
