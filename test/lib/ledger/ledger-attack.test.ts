@@ -109,3 +109,20 @@ describe('ledger attack: huge numbers', () => {
     assert.equal(parseCdr({ cdrId: 'X', energyKWh: 1_000_000, totalCost: 999_999_999.99 }).totalCost, 999_999_999.99);
   });
 });
+
+describe('ledger attack: a statement in two currencies', () => {
+  it('EUR and CHF are never added up: the total is null, the totals are per currency, per token too', () => {
+    const tariffs = [TOU[0], { id: 'ch', currency: 'CHF', pricePerKWh: 0.5 }];
+    const eur = booked(ledgerSettings({ timeZone: 'Europe/Zurich', tariffs: JSON.stringify(tariffs), defaultTariff: 'tou' }), [['2026-03-02T10:00:00Z', 0], ['2026-03-02T11:00:00Z', 6_000]]);
+    const chf = { ...eur, recordId: 'R2', currency: 'CHF', cost: 3, tariff: 'ch' };
+    const other = { ...eur, recordId: 'R3', token: 'T-2' };
+    const s = statement({ month: '2026-03', timeZone: 'Europe/Zurich', records: [eur, chf, other], open: 0, over: true, meta: { exportedAt: null, changes: [] }, costDecimals: 2, mask: false });
+    assert.equal(s.currency, 'mixed');
+    assert.equal(s.total, null, 'no sum of EUR and CHF');
+    assert.deepEqual(s.totals, { CHF: 3, EUR: 4.8 });
+    const t1 = s.tokens.find((t) => t.token === 'T-1')!;
+    assert.deepEqual([t1.currency, t1.cost, t1.totals], ['mixed', null, { CHF: 3, EUR: 2.4 }]);
+    const t2 = s.tokens.find((t) => t.token === 'T-2')!;
+    assert.deepEqual([t2.currency, t2.cost, t2.totals], ['EUR', 2.4, { EUR: 2.4 }]);
+  });
+});
