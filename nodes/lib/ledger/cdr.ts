@@ -83,6 +83,18 @@ function rescaled(segments: Segment[], energyWh: number, decimals: number, curre
 }
 
 /**
+ * The currency of a CDR's figures: its own, else the record's. A cost is
+ * never without one, and the tariff's prices are never relabelled in
+ * another currency: that needs the CDR's own totalCost.
+ */
+function cdrCurrency(record: LedgerRecord, cdr: CdrInput): string | null {
+  const currency = cdr.currency ?? record.currency;
+  if (cdr.totalCost !== null && currency === null) throw new ChargingError('MISSING_FIELD', 'cdr: a totalCost needs its currency (the record is priced with no tariff)', { field: 'currency' });
+  if (cdr.totalCost === null && record.currency !== null && currency !== record.currency) throw new ChargingError('INVALID_INPUT', 'cdr: a CDR in another currency than the record\'s needs its totalCost', { field: 'totalCost' });
+  return currency;
+}
+
+/**
  * The record after a CDR, or null when it changes nothing (the same CDR
  * again, a credit of a record that has the meter's values).
  */
@@ -93,7 +105,7 @@ export function corrected(record: LedgerRecord, meter: MeterValues, cdr: CdrInpu
     next = { ...record, ...meter, source: 'meter', cdrId: record.cdrId };
   } else {
     const energyWh = cdr.energyKWh === null ? record.energyWh : Math.round(cdr.energyKWh * 1000);
-    const currency = cdr.currency ?? record.currency;
+    const currency = cdrCurrency(record, cdr);
     const scaled = rescaled(record.segments, energyWh, decimals, currency);
     const cost = cdr.totalCost !== null ? roundMoney(cdr.totalCost, decimals) : scaled.cost;
     next = { ...record, energyWh, energyKWh: energyWh / 1000, segments: scaled.segments, cost, currency: cost === null ? null : currency, source: 'cdr' };

@@ -50,6 +50,24 @@ describe('ledger attack: CDR corrections as OCPI sends them', () => {
   });
 });
 
+describe('ledger attack: a CDR\'s cost and its currency', () => {
+  const r = booked(settingsIn('Europe/Berlin'), [['2026-02-02T07:00:00Z', 1_000], ['2026-02-02T08:30:00Z', 12_345]]);
+
+  it('a CDR in another currency without its totalCost is refused: the tariff\'s EUR prices are no USD', () => {
+    assert.throws(() => corrected(r, meterValues(r), parseCdr({ cdrId: 'CDR-1', energyKWh: 10, currency: 'USD' }), 2), isCode('INVALID_INPUT'));
+    const usd = corrected(r, meterValues(r), parseCdr({ cdrId: 'CDR-1', energyKWh: 10, totalCost: 4.1, currency: 'USD' }), 2)!;
+    assert.deepEqual([usd.cost, usd.currency], [4.1, 'USD']);
+  });
+
+  it('a totalCost for a session priced with no tariff needs its currency: a cost is never without one', () => {
+    const unpriced = booked(ledgerSettings({ timeZone: 'UTC' }), [['2026-02-02T07:00:00Z', 0], ['2026-02-02T08:00:00Z', 5_000]]);
+    assert.equal(unpriced.cost, null);
+    assert.throws(() => corrected(unpriced, meterValues(unpriced), parseCdr({ cdrId: 'C', totalCost: 2 }), 2), isCode('MISSING_FIELD'));
+    const eur = corrected(unpriced, meterValues(unpriced), parseCdr({ cdrId: 'C', totalCost: 2, currency: 'eur' }), 2)!;
+    assert.deepEqual([eur.cost, eur.currency, eur.source], [2, 'EUR', 'cdr']);
+  });
+});
+
 describe('ledger attack: the CSV in a spreadsheet', () => {
   it('a text cell is guarded by what a spreadsheet reads first: leading blanks, a line break, full-width signs', () => {
     const guarded = ['=HYPERLINK("http://x","y")', '\t=1+1', ' =1+1', '  +1', '\n=cmd|\'/c calc\'!A0', '\r\n@SUM(A1)', '\u00a0-1+1', '\uff1d1+1', '\uff0b1', '\uff0d1', '\uff20A1'];
