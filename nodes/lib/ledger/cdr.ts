@@ -108,7 +108,8 @@ export function corrected(record: LedgerRecord, meter: MeterValues, cdr: CdrInpu
     const currency = cdrCurrency(record, cdr);
     const scaled = rescaled(record.segments, energyWh, decimals, currency);
     const cost = cdr.totalCost !== null ? roundMoney(cdr.totalCost, decimals) : scaled.cost;
-    next = { ...record, energyWh, energyKWh: energyWh / 1000, segments: scaled.segments, cost, currency: cost === null ? null : currency, source: 'cdr' };
+    // The CDR's own id names the revision it made: a credit that references it finds the record.
+    next = { ...record, cdrId: cdr.cdrId ?? record.cdrId, energyWh, energyKWh: energyWh / 1000, segments: scaled.segments, cost, currency: cost === null ? null : currency, source: 'cdr' };
   }
   const same = next.source === record.source && next.energyWh === record.energyWh && next.cost === record.cost && next.currency === record.currency;
   return same ? null : { ...next, revision: record.revision + 1 };

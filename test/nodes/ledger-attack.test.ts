@@ -1,0 +1,69 @@
+/**
+ * charging-ledger in a real Node-RED runtime, attacked: CDRs and credits by
+ * every id they may carry, exports of one token, a store that refuses writes
+ * or answers after the node closed (a redeploy between writing a record and
+ * sending it), hostile commands. The books live in a test store that outlives
+ * a flow's unload, as a disk does (test/faulty-context-store.ts).
+ */
+import assert from 'node:assert/strict';
+import { faultyContextStore, storeFaults } from '../faulty-context-store';
+import { delay, load, loggedText, runtimeSuite, send, Sink, statusCalls, until } from '../harness';
+
+const TARIFFS = [{ id: 'home', currency: 'EUR', pricePerKWh: 0.3, windows: [{ days: 'mon-sun', from: '22:00', to: '06:00', pricePerKWh: 0.2 }] }];
+const TOKENS = [{ token: 'LED-1', label: 'Anna', vehicle: 'B-XY 123', tariff: 'home' }];
+
+const FLOW = (extra: Record<string, unknown> = {}) => [
+  { id: 'ledger', type: 'charging-ledger', contextStore: 'books', timeZone: 'Europe/Berlin', tokens: JSON.stringify(TOKENS), tariffs: JSON.stringify(TARIFFS), defaultTariff: 'home', wires: [['records'], ['answers']], ...extra },
+  { id: 'catcher', type: 'catch', scope: null, uncaught: false, wires: [['caught']] },
+  ...['records', 'answers', 'caught'].map((id) => ({ id, type: 'helper' })),
+];
+
+/** A watch node's `ended` for a session of the service's clock. */
+function ended(transactionId: string, start: string, end: string, startWh: number, endWh: number, more: Record<string, unknown> = {}): Record<string, unknown> {
+  const session = { transactionId, cdrId: `CDR-${transactionId}`, token: 'LED-1', locationId: 'L', evseId: '1', meterStart: startWh, meterEnd: endWh, startedAt: start, updatedAt: end.replace(/Z$/, ''), endObserved: true, ...more };
+  return { event: 'ended', session };
+}
+
+type Rec = Record<string, unknown> & { recordId: string; revision: number; energyWh: number; cost: number | null; source: string };
+
+describe('charging-ledger attacked (runtime)', function () {
+  this.timeout(20_000);
+  const rt = runtimeSuite({}, { contextStorage: { default: { module: 'memory' }, books: { module: faultyContextStore } } });
+  beforeEach(() => storeFaults.reset());
+  afterEach(() => storeFaults.reset());
+
+  const records = () => Sink.of('records').messages;
+  const caught = () => Sink.of('caught').messages;
+
+  /** A command's answer, or its error's code and message when it went to Catch. */
+  async function ask(topic: string, payload: unknown): Promise<{ payload?: Record<string, unknown> & { record?: Rec }; code?: string; message?: string }> {
+    const [a, c] = [Sink.of('answers').messages.length, caught().length];
+    send('ledger', { topic, payload });
+    await until(() => Sink.of('answers').messages.length > a || caught().length > c, `an answer to ${topic}`);
+    if (caught().length > c) {
+      const error = caught()[c].error as { code: string; message: string };
+      return { code: error.code, message: error.message };
+    }
+    return { payload: Sink.of('answers').messages[a].payload as Record<string, unknown> & { record?: Rec } };
+  }
+
+  async function book(msg: Record<string, unknown>, n: number): Promise<Rec> {
+    send('ledger', msg);
+    await until(() => records().length >= n, `record ${n}`);
+    return records()[n - 1].payload as Rec;
+  }
+  it('a CDR applied by transactionId is found again by its own id: get, and the credit that references it', async () => {
+    await load(rt.sim, FLOW());
+    const rec = await book(ended('TX-A', '2026-02-03T08:00:00Z', '2026-02-03T09:00:00Z', 0, 6_000, { cdrId: null }), 1);
+    assert.equal(rec.cdrId, null, 'the service gave this session no CDR id');
+    const first = await ask('cdr', { transactionId: 'TX-A', cdrId: 'CPO-9', energyKWh: 5, totalCost: 2, currency: 'EUR' });
+    assert.equal(first.payload?.changed, true);
+    const got = await ask('get', { cdrId: 'CPO-9' });
+    assert.equal(got.code, undefined, `get by the CDR's id: ${got.code} ${got.message}`);
+    assert.deepEqual([got.payload?.revision, got.payload?.cdrId, got.payload?.source], [2, 'CPO-9', 'cdr']);
+    const credit = await ask('cdr', { cdrId: 'CPO-9-C', credit: true, credit_reference_id: 'CPO-9', energyKWh: -5, totalCost: -2, currency: 'EUR' });
+    assert.equal(credit.code, undefined, `the credit: ${credit.code} ${credit.message}`);
+    assert.deepEqual([credit.payload?.record?.revision, credit.payload?.record?.energyWh, credit.payload?.record?.source], [3, 6_000, 'meter']);
+    assert.equal(records().length, 3);
+  });
+});
