@@ -66,4 +66,19 @@ describe('charging-ledger attacked (runtime)', function () {
     assert.deepEqual([credit.payload?.record?.revision, credit.payload?.record?.energyWh, credit.payload?.record?.source], [3, 6_000, 'meter']);
     assert.equal(records().length, 3);
   });
+  it('an export of one token\'s sessions does not make the month exported: a later CDR of another token amends nothing', async () => {
+    await load(rt.sim, FLOW());
+    await book(ended('TX-B', '2026-02-03T08:00:00Z', '2026-02-03T09:00:00Z', 0, 6_000), 1);
+    await book(ended('TX-C', '2026-02-04T08:00:00Z', '2026-02-04T09:00:00Z', 0, 4_000, { token: 'LED-2' }), 2);
+    const one = await ask('export', { month: '2026-02', token: 'LED-1' });
+    assert.equal(String(one.payload).trim().split('\r\n').length, 2, 'header and LED-1\'s row');
+    assert.equal((await ask('cdr', { transactionId: 'TX-C', energyKWh: 3, totalCost: 0.9, currency: 'EUR' })).payload?.changed, true);
+    const report = (await ask('report', { month: '2026-02' })).payload!;
+    assert.deepEqual([report.amended, report.changes], [false, []], 'the month was never exported whole');
+    await ask('export', { month: '2026-02' });
+    await ask('cdr', { transactionId: 'TX-B', energyKWh: 5, totalCost: 1.5, currency: 'EUR' });
+    const after = (await ask('report', { month: '2026-02' })).payload!;
+    assert.equal(after.amended, true, 'exported whole, then changed');
+    assert.deepEqual((after.changes as Array<{ recordId: string }>).map((c) => c.recordId), ['TX-B']);
+  });
 });

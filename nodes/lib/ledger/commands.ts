@@ -116,9 +116,8 @@ export class LedgerCommands {
     const records: LedgerRecord[] = [];
     for (let m = from; m <= to; m = addMonths(m, 1)) {
       for (const s of await this.store.month(m)) if (token === null || s.record.token === token) records.push(shown(s.record, this.settings.maskTokens));
-      const meta = await this.store.meta(m);
-      // The whole month exported: later changes to it make its statement amended.
-      await this.store.setMeta(m, { exportedAt: new Date(this.books.deps.now()).toISOString(), changes: token === null ? [] : meta.changes });
+      // The whole month exported: later changes to it make its statement amended. One token's part is not the month.
+      if (token === null) await this.store.setMeta(m, { exportedAt: new Date(this.books.deps.now()).toISOString(), changes: [] });
     }
     const name = `charging-sessions-${from === to ? from : `${from}_${to}`}`;
     const sorted = inOrder(records);
