@@ -7,6 +7,7 @@
  *       ix:  { "<record id>": "YYYY-MM" },             where each record is kept
  *       cx:  { "<cdrId>": "<record id>" },             records by cdrId
  *       mi:  { "YYYY-MM": true },                      the months there are
+ *       ob:  { "<record id>": Unsent },                 written, not sent yet
  *       m:   { "YYYY-MM": { r: { "<record id>": StoredRecord }, meta: MonthMeta } },
  *       tab: { tokens?: KeptTable, tariffs?: KeptTable }
  *     }
@@ -20,7 +21,7 @@
 import type { Node } from 'node-red';
 import type { OpenRecord } from '../lib/ledger/record';
 import type { MonthMeta } from '../lib/ledger/statement';
-import type { BookStore, KeptTable, StoredRecord } from '../lib/ledger/store';
+import type { BookStore, KeptTable, StoredRecord, Unsent } from '../lib/ledger/store';
 import { flowContextOf, type FlowContext } from './flow-context';
 
 export const ledgerKey = (node: Pick<Node, 'id'>): string => `charging-ledger-${node.id}`;
@@ -93,7 +94,7 @@ export class ContextBookStore implements BookStore {
     return this.get(`.m${month(m)}.r${id('r:', recordId)}`);
   }
 
-  putRecord(stored: StoredRecord): Promise<void> {
+  putRecord(stored: StoredRecord, unsent?: Unsent): Promise<void> {
     const r = stored.record;
     const paths = [`.m${month(r.month)}.r${id('r:', r.recordId)}`, `.ix${id('r:', r.recordId)}`, `.mi${month(r.month)}`, `.o${id('o:', r.recordId)}`];
     const vals: unknown[] = [stored, r.month, true, undefined];
@@ -101,7 +102,23 @@ export class ContextBookStore implements BookStore {
       paths.push(`.cx${id('c:', r.cdrId)}`);
       vals.push(r.recordId);
     }
+    if (unsent) {
+      paths.push(`.ob${id('r:', r.recordId)}`);
+      vals.push(unsent);
+    }
     return this.set(paths, vals);
+  }
+
+  unsent(recordId: string): Promise<Unsent | undefined> {
+    return this.get(`.ob${id('r:', recordId)}`);
+  }
+
+  async allUnsent(): Promise<Unsent[]> {
+    return values<Unsent>(await this.get('.ob'));
+  }
+
+  sent(recordId: string): Promise<void> {
+    return this.set([`.ob${id('r:', recordId)}`], [undefined]);
   }
 
   async month(m: string): Promise<StoredRecord[]> {

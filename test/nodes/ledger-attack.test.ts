@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { faultyContextStore, storeFaults } from '../faulty-context-store';
-import { delay, load, loggedText, runtimeSuite, send, Sink, statusCalls, until } from '../harness';
+import { delay, helper, load, loggedText, runtimeSuite, send, Sink, statusCalls, until } from '../harness';
 
 const TARIFFS = [{ id: 'home', currency: 'EUR', pricePerKWh: 0.3, windows: [{ days: 'mon-sun', from: '22:00', to: '06:00', pricePerKWh: 0.2 }] }];
 const TOKENS = [{ token: 'LED-1', label: 'Anna', vehicle: 'B-XY 123', tariff: 'home' }];
@@ -22,6 +22,25 @@ const FLOW = (extra: Record<string, unknown> = {}) => [
 function ended(transactionId: string, start: string, end: string, startWh: number, endWh: number, more: Record<string, unknown> = {}): Record<string, unknown> {
   const session = { transactionId, cdrId: `CDR-${transactionId}`, token: 'LED-1', locationId: 'L', evseId: '1', meterStart: startWh, meterEnd: endWh, startedAt: start, updatedAt: end.replace(/Z$/, ''), endObserved: true, ...more };
   return { event: 'ended', session };
+}
+
+/**
+ * helper.load starts the flows on a context that has only the memory store
+ * (it skips Node-RED's loading of settings.contextStorage): the configured
+ * stores are loaded here before the nodes start, as Node-RED's own start does.
+ */
+async function loadWithStores(sim: Parameters<typeof load>[0], nodes: Parameters<typeof load>[1]): Promise<void> {
+  const red = (helper as unknown as { _redNodes: { startFlows: (...a: unknown[]) => Promise<unknown>; loadContextsPlugin: () => Promise<void> } })._redNodes;
+  const start = red.startFlows;
+  red.startFlows = async (...a: unknown[]) => {
+    await red.loadContextsPlugin();
+    return start.apply(red, a);
+  };
+  try {
+    await load(sim, nodes);
+  } finally {
+    red.startFlows = start;
+  }
 }
 
 type Rec = Record<string, unknown> & { recordId: string; revision: number; energyWh: number; cost: number | null; source: string };
@@ -53,7 +72,7 @@ describe('charging-ledger attacked (runtime)', function () {
     return records()[n - 1].payload as Rec;
   }
   it('a CDR applied by transactionId is found again by its own id: get, and the credit that references it', async () => {
-    await load(rt.sim, FLOW());
+    await loadWithStores(rt.sim, FLOW());
     const rec = await book(ended('TX-A', '2026-02-03T08:00:00Z', '2026-02-03T09:00:00Z', 0, 6_000, { cdrId: null }), 1);
     assert.equal(rec.cdrId, null, 'the service gave this session no CDR id');
     const first = await ask('cdr', { transactionId: 'TX-A', cdrId: 'CPO-9', energyKWh: 5, totalCost: 2, currency: 'EUR' });
@@ -67,7 +86,7 @@ describe('charging-ledger attacked (runtime)', function () {
     assert.equal(records().length, 3);
   });
   it('an export of one token\'s sessions does not make the month exported: a later CDR of another token amends nothing', async () => {
-    await load(rt.sim, FLOW());
+    await loadWithStores(rt.sim, FLOW());
     await book(ended('TX-B', '2026-02-03T08:00:00Z', '2026-02-03T09:00:00Z', 0, 6_000), 1);
     await book(ended('TX-C', '2026-02-04T08:00:00Z', '2026-02-04T09:00:00Z', 0, 4_000, { token: 'LED-2' }), 2);
     const one = await ask('export', { month: '2026-02', token: 'LED-1' });
@@ -80,5 +99,28 @@ describe('charging-ledger attacked (runtime)', function () {
     const after = (await ask('report', { month: '2026-02' })).payload!;
     assert.equal(after.amended, true, 'exported whole, then changed');
     assert.deepEqual((after.changes as Array<{ recordId: string }>).map((c) => c.recordId), ['TX-B']);
+  });
+  it('a redeploy between writing a record and sending it: the record is sent once the ledger is back, with its recordId and revision', async () => {
+    await loadWithStores(rt.sim, FLOW());
+    // The record's write lands at once and answers 400 ms later; the flows stop in between.
+    storeFaults.slowPath = '.m[';
+    storeFaults.slowMs = 400;
+    const end = ended('TX-D', '2026-02-05T08:00:00Z', '2026-02-05T09:00:00Z', 0, 6_000);
+    send('ledger', end);
+    await delay(100);
+    await helper.unload();
+    storeFaults.slowPath = null;
+    await loadWithStores(rt.sim, FLOW());
+    await until(() => records().length >= 1, 'the record, sent when the ledger starts again', 5000);
+    // The watch node's ended comes again after a restart when its own state was older than the books: nothing more.
+    send('ledger', { ...end });
+    await delay(300);
+    assert.deepEqual(records().map((m) => [m.event, m.recordId, (m.payload as Rec).revision, (m.payload as Rec).energyWh]), [['record', 'TX-D', 1, 6_000]]);
+    await helper.unload();
+    await loadWithStores(rt.sim, FLOW());
+    send('ledger', { ...end });
+    await delay(300);
+    assert.equal(records().length, 0, 'sent once: a later start and a later repeat send nothing');
+    assert.equal(caught().length, 0);
   });
 });
