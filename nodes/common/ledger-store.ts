@@ -19,6 +19,7 @@
  * node context: node context is deleted each time a node closes.
  */
 import type { Node } from 'node-red';
+import { ChargingError } from '../lib/errors';
 import type { OpenRecord } from '../lib/ledger/record';
 import type { MonthMeta } from '../lib/ledger/statement';
 import type { BookStore, KeptTable, StoredRecord, Unsent } from '../lib/ledger/store';
@@ -44,12 +45,23 @@ export class ContextBookStore implements BookStore {
     this.store = store || undefined;
   }
 
+  /**
+   * A store's failure as CONFIG, naming the store: the books cannot be kept
+   * there. The keys (they name records) are cut out of the store's text.
+   */
+  private failed(what: 'read' | 'write', err: unknown, paths: string[]): ChargingError {
+    let text = String((err as Error)?.message ?? err);
+    for (const p of paths) text = text.split(this.base + p).join('…');
+    const where = this.store ? `"${this.store}"` : '(the default)';
+    return new ChargingError('CONFIG', `Could not ${what} the books in the context store ${where} (${text.slice(0, 200)}): nothing is booked until they can be kept; check contextStorage in settings.js`);
+  }
+
   private get<T>(path: string): Promise<T | undefined> {
     return new Promise((resolve, reject) => {
       try {
-        this.flow.get(this.base + path, this.store, (err, value) => (err ? reject(err) : resolve(value as T | undefined)));
+        this.flow.get(this.base + path, this.store, (err, value) => (err ? reject(this.failed('read', err, [path])) : resolve(value as T | undefined)));
       } catch (err) {
-        reject(err as Error);
+        reject(this.failed('read', err, [path]));
       }
     });
   }
@@ -62,10 +74,10 @@ export class ContextBookStore implements BookStore {
           paths.map((p) => this.base + p),
           vals,
           this.store,
-          (err) => (err ? reject(err) : resolve()),
+          (err) => (err ? reject(this.failed('write', err, paths)) : resolve()),
         );
       } catch (err) {
-        reject(err as Error);
+        reject(this.failed('write', err, paths));
       }
     });
   }

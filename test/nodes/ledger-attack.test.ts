@@ -123,4 +123,25 @@ describe('charging-ledger attacked (runtime)', function () {
     assert.equal(records().length, 0, 'sent once: a later start and a later repeat send nothing');
     assert.equal(caught().length, 0);
   });
+  it('a context store that refuses writes: CONFIG at Catch naming the store, no record value, nothing sent; booked once when it takes writes again', async () => {
+    await loadWithStores(rt.sim, FLOW());
+    storeFaults.refuse = '.m[';
+    const end = ended('TX-E', '2026-02-06T08:00:00Z', '2026-02-06T09:00:00Z', 0, 6_000);
+    send('ledger', end);
+    await until(() => caught().length === 1, 'the error at Catch');
+    const error = caught()[0].error as { code: string; message: string };
+    assert.equal(error.code, 'CONFIG', error.message);
+    assert.match(error.message, /context store/);
+    assert.match(error.message, /the disk is full/);
+    const shown = JSON.stringify(caught().map((m) => m.error)) + JSON.stringify(statusCalls('ledger')) + loggedText();
+    for (const v of ['TX-E', 'CDR-TX-E', 'LED-1', 'Anna']) assert.ok(!shown.includes(v), `${v} must not be in an error, log or badge`);
+    assert.equal(records().length, 0);
+    storeFaults.refuse = null;
+    send('ledger', { ...end });
+    await until(() => records().length === 1, 'the record once the store takes writes');
+    send('ledger', { ...end });
+    await delay(300);
+    assert.equal(records().length, 1);
+    assert.equal((records()[0].payload as Rec).energyWh, 6_000);
+  });
 });
