@@ -144,4 +144,53 @@ describe('charging-ledger attacked (runtime)', function () {
     assert.equal(records().length, 1);
     assert.equal((records()[0].payload as Rec).energyWh, 6_000);
   });
+  it('held: hostile commands get a code at Catch and change nothing; __proto__ ids are ids; one record for ended twice at once', async () => {
+    await loadWithStores(rt.sim, FLOW());
+    const bad = [
+      ['report', { month: '2026-13' }],
+      ['export', { from: '2026-03', to: '2026-01' }],
+      ['export', { month: '2026-02', format: 'xlsx' }],
+      ['export', { from: '2020-01', to: '2026-01' }],
+      ['cdr', { cdrId: 'NOPE', energyKWh: 1 }],
+      ['tariffs', JSON.parse('[{"id":"__proto__","currency":"EUR","pricePerKWh":-1}]')],
+      ['tokens', 'not a table'],
+      ['purge', { before: '26-01' }],
+    ] as const;
+    const codes = [];
+    for (const [topic, payload] of bad) codes.push((await ask(topic, payload)).code);
+    assert.deepEqual(codes, ['INVALID_INPUT', 'INVALID_INPUT', 'INVALID_INPUT', 'INVALID_INPUT', 'NO_RECORD', 'INVALID_INPUT', 'INVALID_INPUT', 'INVALID_INPUT']);
+    // The watch node's and the stop node's ended in the same millisecond: one record.
+    const end = ended('__proto__', '2026-02-07T08:00:00Z', '2026-02-07T09:00:00Z', 0, 3_000);
+    send('ledger', end);
+    send('ledger', { outcome: 'ended', stopAttempts: 1, payload: {}, session: end.session });
+    await until(() => records().length === 1, 'the record');
+    const polluting = JSON.parse('{"__proto__": {"month": "2026-01", "polluted": true}, "month": "2026-02"}');
+    const report = (await ask('report', polluting)).payload!;
+    assert.deepEqual([report.month, report.sessions], ['2026-02', 1]);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+    assert.equal((await ask('get', { transactionId: '__proto__' })).payload?.energyWh, 3_000);
+    assert.equal((await ask('get', { transactionId: 'constructor' })).code, 'NO_RECORD');
+    const huge = await ask('export', { month: '2026-02', token: 'x'.repeat(5_000_000) });
+    assert.equal(String(huge.payload).split('\r\n').length, 2, 'the header alone');
+    await delay(200);
+    assert.equal(records().length, 1);
+  });
+
+  it('held: forget, then a CDR for that token\'s session keeps it forgotten; purge never drops the previous month', async () => {
+    await loadWithStores(rt.sim, FLOW());
+    const now = new Date();
+    const monthStart = (back: number) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - back, 10, 8)).toISOString();
+    await book(ended('TX-F', monthStart(1), monthStart(1).replace('T08', 'T09'), 0, 2_000), 1);
+    await book(ended('TX-G', monthStart(3), monthStart(3).replace('T08', 'T09'), 0, 2_000), 2);
+    const forgot = (await ask('forget', { token: 'LED-1' })).payload!;
+    assert.match(String(forgot.token), /^forgotten:[0-9a-f]{16}$/);
+    assert.equal(forgot.records, 2);
+    const cdr = await ask('cdr', { transactionId: 'TX-F', energyKWh: 1.5, totalCost: 0.45, currency: 'EUR' });
+    assert.deepEqual([cdr.payload?.record?.token, cdr.payload?.record?.label, cdr.payload?.record?.vehicle], [forgot.token, '', '']);
+    assert.ok(!JSON.stringify(records().slice(2)).includes('LED-1'), 'the corrected record names no token');
+    const purged = (await ask('purge', { before: monthStart(-1).slice(0, 7) })).payload!;
+    assert.deepEqual([purged.months, purged.records], [[monthStart(3).slice(0, 7)], 1]);
+    assert.equal((await ask('get', { transactionId: 'TX-F' })).payload?.revision, 2, 'the previous month stays');
+    assert.equal((await ask('get', { transactionId: 'TX-G' })).code, 'NO_RECORD');
+  });
 });
