@@ -193,4 +193,16 @@ describe('charging-ledger attacked (runtime)', function () {
     assert.equal((await ask('get', { transactionId: 'TX-F' })).payload?.revision, 2, 'the previous month stays');
     assert.equal((await ask('get', { transactionId: 'TX-G' })).code, 'NO_RECORD');
   });
+  it('a CDR for a session still open: NO_RECORD that says so (its record is made at its end), and nothing changes', async () => {
+    await loadWithStores(rt.sim, FLOW());
+    const start = ended('TX-H', '2026-02-08T08:00:00Z', '2026-02-08T08:30:00Z', 0, 1_000);
+    send('ledger', { ...start, event: 'started' });
+    const early = await ask('cdr', { transactionId: 'TX-H', energyKWh: 2, totalCost: 0.6, currency: 'EUR' });
+    assert.equal(early.code, 'NO_RECORD');
+    assert.match(String(early.message), /still open/);
+    assert.ok(!String(early.message).includes('TX-H'));
+    const rec = await book(ended('TX-H', '2026-02-08T08:00:00Z', '2026-02-08T09:00:00Z', 0, 2_500), 1);
+    assert.deepEqual([rec.revision, rec.energyWh, rec.source], [1, 2_500, 'meter']);
+    assert.equal((await ask('cdr', { transactionId: 'TX-H', energyKWh: 2, totalCost: 0.6, currency: 'EUR' })).payload?.changed, true);
+  });
 });
