@@ -28,8 +28,9 @@ export function sumMoney(values: number[], decimals: number): number {
   return units / scale;
 }
 
-/** The minor unit's digits: 0-4, 2 when not a number. */
+/** The minor unit's digits: 0-4, 2 when not a number (an empty field is none: Number('') would be 0). */
 export function costDecimalsOf(value: unknown): number {
+  if (typeof value === 'string' && value.trim() === '') return 2;
   const n = Number(value);
   return Number.isInteger(n) && n >= 0 && n <= 4 ? n : 2;
 }

@@ -144,3 +144,10 @@ describe('ledger attack: a statement in two currencies', () => {
     assert.deepEqual([t2.currency, t2.cost, t2.totals], ['EUR', 2.4, { EUR: 2.4 }]);
   });
 });
+
+describe('ledger attack: settings as the dialog saves them', () => {
+  it('an empty "Cost decimals" field (cleared, or a flow without it) means the default 2, not whole units', () => {
+    for (const v of ['', ' ', undefined]) assert.equal(ledgerSettings({ timeZone: 'UTC', costDecimals: v }).costDecimals, 2, JSON.stringify(v));
+    assert.deepEqual([0, '0', 3, '4', 5, '2.5'].map((v) => ledgerSettings({ timeZone: 'UTC', costDecimals: v }).costDecimals), [0, 0, 3, 4, 2, 2]);
+  });
+});
