@@ -151,3 +151,29 @@ describe('ledger attack: settings as the dialog saves them', () => {
     assert.deepEqual([0, '0', 3, '4', 5, '2.5'].map((v) => ledgerSettings({ timeZone: 'UTC', costDecimals: v }).costDecimals), [0, 0, 3, 4, 2, 2]);
   });
 });
+
+describe('ledger attack: time zones whose changes are not a whole hour (held)', () => {
+  const split = (zone: string, tariffs: unknown[], from: string, to: string, wh: number) => {
+    const r = booked(settingsIn(zone, tariffs), [[from, 0], [to, wh]]);
+    return { r, by: Object.fromEntries(r.segments.map((x) => [x.window, x.energyWh])) };
+  };
+
+  it('Lord Howe\'s 30-minute autumn change: the repeated half hour is in its window, durationSec from UTC', () => {
+    const w = [{ id: 'tou', currency: 'AUD', pricePerKWh: 0.4, windows: [{ from: '01:00', to: '02:00', pricePerKWh: 0.2 }] }];
+    // 00:00 +11:00 to 03:00 +10:30 on 2026-04-05: 3.5 h; 01:00-02:00 local lasts 1.5 h that night.
+    const { r, by } = split('Australia/Lord_Howe', w, '2026-04-04T13:00:00Z', '2026-04-04T16:30:00Z', 3_500);
+    assert.deepEqual([r.startLocal, r.endLocal, r.durationSec], ['2026-04-05T00:00:00+11:00', '2026-04-05T03:00:00+10:30', 12_600]);
+    assert.deepEqual(by, { base: 2_000, '01:00-02:00': 1_500 });
+  });
+
+  it('Kathmandu (+05:45), New York\'s autumn Sunday window, Berlin\'s night over both changes, a year end', () => {
+    assert.deepEqual(split('Asia/Kathmandu', TOU, '2026-01-31T16:00:00Z', '2026-01-31T16:30:00Z', 1_000).by, { base: 500, '22:00-06:00': 500 });
+    const sunday = [{ id: 'tou', currency: 'USD', pricePerKWh: 0.4, windows: [{ days: 'sun', from: '01:00', to: '03:00', pricePerKWh: 0.1 }] }];
+    const ny = split('America/New_York', sunday, '2026-11-01T04:00:00Z', '2026-11-01T09:00:00Z', 5_000);
+    assert.deepEqual([ny.by, ny.r.endLocal], [{ base: 2_000, '01:00-03:00': 3_000 }, '2026-11-01T04:00:00-05:00']);
+    assert.deepEqual(split('Europe/Berlin', TOU, '2026-10-24T20:00:00Z', '2026-10-25T06:00:00Z', 10_000).by, { '22:00-06:00': 9_000, base: 1_000 }, 'a 9-hour night');
+    assert.deepEqual(split('Europe/Berlin', TOU, '2026-03-28T21:00:00Z', '2026-03-29T05:00:00Z', 8_000).by, { '22:00-06:00': 7_000, base: 1_000 }, 'a 7-hour night');
+    const year = split('Europe/Berlin', TOU, '2026-12-31T22:30:00Z', '2027-01-01T00:30:00Z', 2_000).r;
+    assert.deepEqual([year.month, year.endLocal, year.cost], ['2026-12', '2027-01-01T01:30:00+01:00', 0.4]);
+  });
+});
