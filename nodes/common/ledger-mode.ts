@@ -81,6 +81,10 @@ export class LedgerMode {
     if (inMemory) node.warn('The ledger is kept in the memory context store: its records are lost on restart. Name a persistent store (localfilesystem) in "Keep the books in".');
     const mode = new LedgerMode(node, life, settings, config, claims, inMemory);
     life.track(mode.books.serial(() => mode.resume(config)));
+    // Records written but never sent (closed or killed in between) go out once the flows run: not before the nodes they are wired to exist.
+    const unsent = () => life.track(mode.books.serial(() => mode.books.resendAll()).catch((err: unknown) => life.report(err)));
+    RED.events.once('flows:started', unsent);
+    life.onClose(() => void RED.events.off('flows:started', unsent));
     return mode;
   }
 
@@ -126,7 +130,8 @@ export class LedgerMode {
     );
   }
 
-  private emit(out: RecordMessage): void {
+  private emit(out: RecordMessage): boolean {
+    if (this.life.isClosed) return false;
     const msg: Record<string, unknown> = { event: out.event, recordId: out.recordId, payload: copy(out.payload) };
     if (out.previous) msg.previous = copy(out.previous);
     this.life.emit([msg as NodeMessage, null]);
@@ -136,6 +141,7 @@ export class LedgerMode {
       if (out.payload.month === month) this.count.n++;
     }
     this.badge();
+    return true;
   }
 
   private badge(): void {

@@ -7,6 +7,7 @@
  *       ix:  { "<record id>": "YYYY-MM" },             where each record is kept
  *       cx:  { "<cdrId>": "<record id>" },             records by cdrId
  *       mi:  { "YYYY-MM": true },                      the months there are
+ *       ob:  { "<record id>": Unsent },                 written, not sent yet
  *       m:   { "YYYY-MM": { r: { "<record id>": StoredRecord }, meta: MonthMeta } },
  *       tab: { tokens?: KeptTable, tariffs?: KeptTable }
  *     }
@@ -18,9 +19,10 @@
  * node context: node context is deleted each time a node closes.
  */
 import type { Node } from 'node-red';
+import { ChargingError } from '../lib/errors';
 import type { OpenRecord } from '../lib/ledger/record';
 import type { MonthMeta } from '../lib/ledger/statement';
-import type { BookStore, KeptTable, StoredRecord } from '../lib/ledger/store';
+import type { BookStore, KeptTable, StoredRecord, Unsent } from '../lib/ledger/store';
 import { flowContextOf, type FlowContext } from './flow-context';
 
 export const ledgerKey = (node: Pick<Node, 'id'>): string => `charging-ledger-${node.id}`;
@@ -43,12 +45,23 @@ export class ContextBookStore implements BookStore {
     this.store = store || undefined;
   }
 
+  /**
+   * A store's failure as CONFIG, naming the store: the books cannot be kept
+   * there. The keys (they name records) are cut out of the store's text.
+   */
+  private failed(what: 'read' | 'write', err: unknown, paths: string[]): ChargingError {
+    let text = String((err as Error)?.message ?? err);
+    for (const p of paths) text = text.split(this.base + p).join('…');
+    const where = this.store ? `"${this.store}"` : '(the default)';
+    return new ChargingError('CONFIG', `Could not ${what} the books in the context store ${where} (${text.slice(0, 200)}): nothing is booked until they can be kept; check contextStorage in settings.js`);
+  }
+
   private get<T>(path: string): Promise<T | undefined> {
     return new Promise((resolve, reject) => {
       try {
-        this.flow.get(this.base + path, this.store, (err, value) => (err ? reject(err) : resolve(value as T | undefined)));
+        this.flow.get(this.base + path, this.store, (err, value) => (err ? reject(this.failed('read', err, [path])) : resolve(value as T | undefined)));
       } catch (err) {
-        reject(err as Error);
+        reject(this.failed('read', err, [path]));
       }
     });
   }
@@ -61,10 +74,10 @@ export class ContextBookStore implements BookStore {
           paths.map((p) => this.base + p),
           vals,
           this.store,
-          (err) => (err ? reject(err) : resolve()),
+          (err) => (err ? reject(this.failed('write', err, paths)) : resolve()),
         );
       } catch (err) {
-        reject(err as Error);
+        reject(this.failed('write', err, paths));
       }
     });
   }
@@ -93,7 +106,7 @@ export class ContextBookStore implements BookStore {
     return this.get(`.m${month(m)}.r${id('r:', recordId)}`);
   }
 
-  putRecord(stored: StoredRecord): Promise<void> {
+  putRecord(stored: StoredRecord, unsent?: Unsent): Promise<void> {
     const r = stored.record;
     const paths = [`.m${month(r.month)}.r${id('r:', r.recordId)}`, `.ix${id('r:', r.recordId)}`, `.mi${month(r.month)}`, `.o${id('o:', r.recordId)}`];
     const vals: unknown[] = [stored, r.month, true, undefined];
@@ -101,7 +114,23 @@ export class ContextBookStore implements BookStore {
       paths.push(`.cx${id('c:', r.cdrId)}`);
       vals.push(r.recordId);
     }
+    if (unsent) {
+      paths.push(`.ob${id('r:', r.recordId)}`);
+      vals.push(unsent);
+    }
     return this.set(paths, vals);
+  }
+
+  unsent(recordId: string): Promise<Unsent | undefined> {
+    return this.get(`.ob${id('r:', recordId)}`);
+  }
+
+  async allUnsent(): Promise<Unsent[]> {
+    return values<Unsent>(await this.get('.ob'));
+  }
+
+  sent(recordId: string): Promise<void> {
+    return this.set([`.ob${id('r:', recordId)}`], [undefined]);
   }
 
   async month(m: string): Promise<StoredRecord[]> {

@@ -125,7 +125,7 @@ describe('charging-ledger: one record per session (runtime + simulator clock)', 
     const report = (await ask('report', { month: '2026-06' })).payload;
     assert.equal(report.month, '2026-06');
     assert.equal(report.amended, false);
-    assert.deepEqual(report.tokens, [{ token: '****ED-1', label: 'Anna', vehicle: 'B-XY 123', sessions: 1, energyWh: rec.energyWh, cost: rec.cost }]);
+    assert.deepEqual(report.tokens, [{ token: '****ED-1', label: 'Anna', vehicle: 'B-XY 123', sessions: 1, energyWh: rec.energyWh, currency: 'EUR', cost: rec.cost, totals: { EUR: rec.cost } }]);
     assert.equal(report.total, rec.cost);
     const csv = await ask('export', { month: '2026-06' });
     assert.equal(csv.filename, 'charging-sessions-2026-06.csv');

@@ -2,9 +2,12 @@
  * The books: sessions in, records out, exactly once per record revision.
  *
  * One message at a time per node (a queue), so that a repeated `ended` reads
- * what the first one wrote. A record is written, then emitted: a revision
- * already in the store is never emitted again (a repeat, the stop node's
- * output after the watch node's, a replay after a restart). With replicas the
+ * what the first one wrote. A record is written with a note that it is not
+ * sent yet, emitted, then the note goes: a revision already sent is never
+ * emitted again (a repeat, the stop node's output after the watch node's, a
+ * replay after a restart), and one written but never sent (the node closed,
+ * the process killed, in between) is sent when the ledger starts again or its
+ * `ended` comes again, with the same recordId and revision. With replicas the
  * write-and-emit of each revision is a claim of the Coordination seam, keyed
  * by the node, the record and its revision: one replica runs it, the others
  * take its outcome; a claimer gone without an outcome is taken over (a record
@@ -32,7 +35,8 @@ export interface BooksDeps {
   claims: Claims;
   /** the node's id: two ledgers keep separate books */
   scope: string;
-  emit(out: RecordMessage): void;
+  /** false: not sent (the node is closing); the revision stays unsent */
+  emit(out: RecordMessage): boolean;
   /** a claim could not be shared (Redis away): the revision was written here alone */
   unshared(err: ChargingError): void;
   /** the host's wall clock: only for "is the month over" and retention, never a record's time */
@@ -69,7 +73,7 @@ export class Books {
   /** An `ended` (watch mode or the stop node): the record, once. */
   async closed(facts: SessionFacts): Promise<void> {
     const { store, settings } = this.deps;
-    if ((await store.monthOf(facts.transactionId)) !== undefined) return;
+    if ((await store.monthOf(facts.transactionId)) !== undefined) return this.resend(facts.transactionId);
     const open: OpenRecord = (await store.open(facts.transactionId)) ?? openRecord(facts, settings);
     const record = closeRecord(open, facts, settings);
     await this.publish({ record, meter: meterValues(record) }, undefined);
@@ -79,32 +83,52 @@ export class Books {
   /**
    * Writes a revision and emits it, through the claim of that revision: run
    * here, or by the replica that claimed it first. A revision found in the
-   * store when the claim runs is emitted as it is there (the claimer before
-   * was gone between its write and its output).
+   * store when the claim runs is emitted only when it was never sent (the
+   * claimer before was gone between its write and its output).
    */
   async publish(stored: StoredRecord, previous: LedgerRecord | undefined): Promise<boolean> {
     const { record } = stored;
     const key = ['ledger', this.deps.scope, record.recordId, String(record.revision)];
-    // What the claim publishes for the other replicas is only whether it was written: the record stays in this process.
-    const written: { record: LedgerRecord | null } = { record: null };
-    const work = async () => (written.record = await this.write(stored, previous)) !== null;
-    const run = await this.deps.claims.run(key, work, { workMs: CLAIM_MS, takeOver: 'when-claimer-gone' }, (err) => this.deps.unshared(err));
-    const out = written.record;
-    if (run.role !== 'ran' || out === null) return false;
-    this.deps.emit(previous ? { event: 'corrected', recordId: out.recordId, payload: out, previous } : { event: 'record', recordId: out.recordId, payload: out });
-    return true;
+    // What the claim publishes for the other replicas is only whether it was sent: the record stays in this process.
+    const run = await this.deps.claims.run(key, () => this.writeAndSend(stored, previous), { workMs: CLAIM_MS, takeOver: 'when-claimer-gone' }, (err) => this.deps.unshared(err));
+    return run.role === 'ran' && run.result;
   }
 
-  /** The write of a claimed revision: the stored one when it is there already (a takeover), else this one. */
-  private async write(stored: StoredRecord, previous: LedgerRecord | undefined): Promise<LedgerRecord | null> {
+  /** A revision written but never sent is sent now (with its recordId and revision); one sent is not. */
+  async resend(recordId: string): Promise<void> {
+    const { store } = this.deps;
+    const unsent = await store.unsent(recordId);
+    if (!unsent) return;
+    const kept = await store.record(unsent.month, recordId);
+    if (!kept) return store.sent(recordId);
+    await this.publish(kept, unsent.previous ?? undefined);
+  }
+
+  /** Every revision written but never sent: at start. */
+  async resendAll(): Promise<void> {
+    for (const u of await this.deps.store.allUnsent()) await this.resend(u.recordId);
+  }
+
+  /** The claimed work: the revision written (unless it is there already) and sent. */
+  private async writeAndSend(stored: StoredRecord, previous: LedgerRecord | undefined): Promise<boolean> {
     const { store } = this.deps;
     const { record } = stored;
     const month = await store.monthOf(record.recordId);
     const kept = month === undefined ? undefined : await store.record(month, record.recordId);
-    if (kept && kept.record.revision >= record.revision) return kept.record.revision === record.revision ? kept.record : null;
-    await store.putRecord(stored);
+    if (kept && kept.record.revision >= record.revision) {
+      const unsent = kept.record.revision === record.revision ? await store.unsent(record.recordId) : undefined;
+      return unsent ? this.send(kept.record, unsent.previous ?? undefined) : false;
+    }
+    await store.putRecord(stored, { recordId: record.recordId, month: record.month, previous: previous ?? null });
     await this.noteChange(record, previous);
-    return record;
+    return this.send(record, previous);
+  }
+
+  private async send(record: LedgerRecord, previous: LedgerRecord | undefined): Promise<boolean> {
+    const out: RecordMessage = previous ? { event: 'corrected', recordId: record.recordId, payload: record, previous } : { event: 'record', recordId: record.recordId, payload: record };
+    if (!this.deps.emit(out)) return false;
+    await this.deps.store.sent(record.recordId);
+    return true;
   }
 
   /** A change to a month already exported: kept for its statement (`amended`). */

@@ -24,10 +24,15 @@ function field(p: Record<string, unknown>, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(p, key) ? p[key] : undefined;
 }
 
-function optionalNumber(p: Record<string, unknown>, key: string): number | null {
+/** The largest CDR amount: kWh that stay exact integer Wh, a cost that keeps its minor units. */
+const CDR_LIMIT = 1e12;
+
+/** A CDR's amount; a credit CDR carries the credited amounts as negatives (OCPI), which only a credit may. */
+function optionalNumber(p: Record<string, unknown>, key: string, credit: boolean): number | null {
   const v = field(p, key);
   if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be a number of 0 or more`, { field: key });
+  if (typeof v !== 'number' || !Number.isFinite(v) || (v < 0 && !credit)) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be a number of 0 or more (negative only in a credit CDR)`, { field: key });
+  if (Math.abs(v) > CDR_LIMIT) throw new ChargingError('INVALID_INPUT', `cdr: ${key} must be at most ${CDR_LIMIT}`, { field: key });
   return v;
 }
 
@@ -48,8 +53,8 @@ export function parseCdr(payload: unknown): CdrInput {
   const input: CdrInput = {
     cdrId: optionalText(p, 'cdrId') ?? optionalText(p, 'id'),
     transactionId: optionalText(p, 'transactionId'),
-    energyKWh: optionalNumber(p, 'energyKWh'),
-    totalCost: optionalNumber(p, 'totalCost'),
+    energyKWh: optionalNumber(p, 'energyKWh', credit === true),
+    totalCost: optionalNumber(p, 'totalCost', credit === true),
     currency: currency && currency.toUpperCase(),
     credit: credit === true,
     creditReferenceId: optionalText(p, 'credit_reference_id'),
@@ -78,6 +83,18 @@ function rescaled(segments: Segment[], energyWh: number, decimals: number, curre
 }
 
 /**
+ * The currency of a CDR's figures: its own, else the record's. A cost is
+ * never without one, and the tariff's prices are never relabelled in
+ * another currency: that needs the CDR's own totalCost.
+ */
+function cdrCurrency(record: LedgerRecord, cdr: CdrInput): string | null {
+  const currency = cdr.currency ?? record.currency;
+  if (cdr.totalCost !== null && currency === null) throw new ChargingError('MISSING_FIELD', 'cdr: a totalCost needs its currency (the record is priced with no tariff)', { field: 'currency' });
+  if (cdr.totalCost === null && record.currency !== null && currency !== record.currency) throw new ChargingError('INVALID_INPUT', 'cdr: a CDR in another currency than the record\'s needs its totalCost', { field: 'totalCost' });
+  return currency;
+}
+
+/**
  * The record after a CDR, or null when it changes nothing (the same CDR
  * again, a credit of a record that has the meter's values).
  */
@@ -88,10 +105,11 @@ export function corrected(record: LedgerRecord, meter: MeterValues, cdr: CdrInpu
     next = { ...record, ...meter, source: 'meter', cdrId: record.cdrId };
   } else {
     const energyWh = cdr.energyKWh === null ? record.energyWh : Math.round(cdr.energyKWh * 1000);
-    const currency = cdr.currency ?? record.currency;
+    const currency = cdrCurrency(record, cdr);
     const scaled = rescaled(record.segments, energyWh, decimals, currency);
     const cost = cdr.totalCost !== null ? roundMoney(cdr.totalCost, decimals) : scaled.cost;
-    next = { ...record, energyWh, energyKWh: energyWh / 1000, segments: scaled.segments, cost, currency: cost === null ? null : currency, source: 'cdr' };
+    // The CDR's own id names the revision it made: a credit that references it finds the record.
+    next = { ...record, cdrId: cdr.cdrId ?? record.cdrId, energyWh, energyKWh: energyWh / 1000, segments: scaled.segments, cost, currency: cost === null ? null : currency, source: 'cdr' };
   }
   const same = next.source === record.source && next.energyWh === record.energyWh && next.cost === record.cost && next.currency === record.currency;
   return same ? null : { ...next, revision: record.revision + 1 };

@@ -116,9 +116,8 @@ export class LedgerCommands {
     const records: LedgerRecord[] = [];
     for (let m = from; m <= to; m = addMonths(m, 1)) {
       for (const s of await this.store.month(m)) if (token === null || s.record.token === token) records.push(shown(s.record, this.settings.maskTokens));
-      const meta = await this.store.meta(m);
-      // The whole month exported: later changes to it make its statement amended.
-      await this.store.setMeta(m, { exportedAt: new Date(this.books.deps.now()).toISOString(), changes: token === null ? [] : meta.changes });
+      // The whole month exported: later changes to it make its statement amended. One token's part is not the month.
+      if (token === null) await this.store.setMeta(m, { exportedAt: new Date(this.books.deps.now()).toISOString(), changes: [] });
     }
     const name = `charging-sessions-${from === to ? from : `${from}_${to}`}`;
     const sorted = inOrder(records);
@@ -154,7 +153,7 @@ export class LedgerCommands {
       stored = month === undefined ? undefined : await this.store.record(month, id!);
       if (stored) break;
     }
-    if (!stored) throw noRecord();
+    if (!stored) throw cdr.transactionId && (await this.store.open(cdr.transactionId)) ? stillOpen() : noRecord();
     const next = corrected(stored.record, stored.meter, cdr, this.settings.costDecimals);
     if (!next) return { payload: { changed: false, record: stored.record } };
     await this.books.publish({ record: next, meter: stored.meter }, stored.record);
@@ -196,6 +195,11 @@ export class LedgerCommands {
     for (const o of await this.store.allOpen()) if (o.token === token) await this.store.setOpen(o.transactionId, { ...o, token: hashed });
     return { payload: { token: hashed, records } };
   }
+}
+
+/** A CDR before its session's end reached the ledger: there is no record to correct yet. */
+function stillOpen(): ChargingError {
+  return new ChargingError('NO_RECORD', 'That session is still open in the books: its record is made when it ends; send the CDR again after that');
 }
 
 function noRecord(): ChargingError {

@@ -2,8 +2,11 @@
  * The CSV of a month's records: fixed English headers, RFC 4180 quoting,
  * CRLF, kWh with three decimals. `en`: comma and decimal point; `de`:
  * semicolon, decimal comma and a UTF-8 byte order mark (Excel in German
- * opens it as columns). A cell starting with = + - or @ gets a leading '
- * so that no spreadsheet runs it as a formula.
+ * opens it as columns). A text cell whose first visible character is
+ * = + - or @ (or their full-width forms), or that starts with a tab or a
+ * carriage return, gets a leading ' so that no spreadsheet runs it as a
+ * formula; the number columns are written by the ledger and stay numbers
+ * (a negative reading is -5000, not the text '-5000).
  */
 import type { CsvStyle } from './settings';
 import type { LedgerRecord } from './record';
@@ -33,11 +36,21 @@ export const CSV_HEADERS = [
   'endObserved',
 ] as const;
 
+/** The columns the ledger writes as numbers: never guarded, so that a spreadsheet sums them. */
+const NUMBER_COLUMNS: ReadonlySet<string> = new Set(['revision', 'durationSec', 'meterStartWh', 'meterEndWh', 'energyKWh', 'cost']);
+
 const BOM = '\uFEFF';
 
-/** One cell: guarded against formulas, then quoted when it holds the separator, a quote or a line break. */
-export function csvCell(value: string, separator: string): string {
-  let v = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+/**
+ * What a spreadsheet may read as a formula: = + - @ (or full-width) after
+ * any blanks and line breaks (an import that trims them still sees the
+ * sign), or a leading tab or carriage return. One anchored pass: linear.
+ */
+const FORMULA = /^(?:[\t\r]|\s*[=+\-@\uff1d\uff0b\uff0d\uff20])/;
+
+/** One cell: a text guarded against formulas, then quoted when it holds the separator, a quote or a line break. */
+export function csvCell(value: string, separator: string, number = false): string {
+  let v = !number && FORMULA.test(value) ? `'${value}` : value;
   if (v.includes(separator) || v.includes('"') || v.includes('\n') || v.includes('\r')) v = `"${v.replace(/"/g, '""')}"`;
   return v;
 }
@@ -79,6 +92,6 @@ function cells(r: LedgerRecord, style: CsvStyle, costDecimals: number): string[]
 export function toCsv(records: LedgerRecord[], style: CsvStyle, costDecimals: number): string {
   const sep = style === 'de' ? ';' : ',';
   const lines = [CSV_HEADERS.join(sep)];
-  for (const r of records) lines.push(cells(r, style, costDecimals).map((c) => csvCell(c, sep)).join(sep));
+  for (const r of records) lines.push(cells(r, style, costDecimals).map((c, i) => csvCell(c, sep, NUMBER_COLUMNS.has(CSV_HEADERS[i]))).join(sep));
   return (style === 'de' ? BOM : '') + lines.join('\r\n') + '\r\n';
 }

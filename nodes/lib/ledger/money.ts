@@ -5,15 +5,17 @@
  */
 
 /**
- * Rounds half away from zero at `decimals`. The value is first cut to 12
- * significant digits, so that 1.005 (stored as 1.00499999…) rounds as the
- * decimal it was written as.
+ * Rounds half away from zero at `decimals`. The value is first cut to the
+ * significant digits it can be trusted with (12, more for large amounts, at
+ * most the 15 a double holds), so that 1.005 (stored as 1.00499999…) rounds
+ * as the decimal it was written as, and 12 345 678 901.125 keeps its cents.
  */
 export function roundMoney(value: number, decimals: number): number {
-  if (!Number.isFinite(value)) return value;
-  const clean = Number(value.toPrecision(12));
+  if (!Number.isFinite(value) || value === 0) return value;
+  const digits = Math.min(15, Math.max(12, Math.floor(Math.log10(Math.abs(value))) + 1 + decimals + 3));
+  const clean = Number(value.toPrecision(digits));
   const scale = 10 ** decimals;
-  const scaled = Number((Math.abs(clean) * scale).toPrecision(12));
+  const scaled = Number((Math.abs(clean) * scale).toPrecision(digits));
   const rounded = Math.floor(scaled + 0.5) / scale;
   return clean < 0 ? -rounded : rounded;
 }
@@ -26,8 +28,9 @@ export function sumMoney(values: number[], decimals: number): number {
   return units / scale;
 }
 
-/** The minor unit's digits: 0-4, 2 when not a number. */
+/** The minor unit's digits: 0-4, 2 when not a number (an empty field is none: Number('') would be 0). */
 export function costDecimalsOf(value: unknown): number {
+  if (typeof value === 'string' && value.trim() === '') return 2;
   const n = Number(value);
   return Number.isInteger(n) && n >= 0 && n <= 4 ? n : 2;
 }

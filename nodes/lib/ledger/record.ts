@@ -112,9 +112,9 @@ export function openRecord(facts: SessionFacts, settings: LedgerSettings): OpenR
     startMs = reading?.ms ?? 0;
   }
   let startWh = facts.meterStart === null ? null : toWh(facts.meterStart, settings.meterUnit);
-  if (startWh === null) {
-    warnings.push('no meterStart: the energy counts from the first reading seen');
-    startWh = reading?.wh ?? 0;
+  if (startWh === null || !Number.isSafeInteger(startWh)) {
+    warnings.push('no meterStart in range: the energy counts from the first reading seen');
+    startWh = reading && Number.isSafeInteger(reading.wh) ? reading.wh : 0;
   }
   const open: OpenRecord = {
     transactionId: facts.transactionId,
@@ -143,6 +143,11 @@ export function advance(open: OpenRecord, facts: SessionFacts, settings: LedgerS
   const next: OpenRecord = { ...open, cdrId: open.cdrId ?? facts.cdrId, energy: open.energy.map((e) => ({ ...e })), warnings: [...open.warnings] };
   const reading = readingOf(facts, settings);
   if (reading === null || reading.ms < open.lastMs) return next;
+  // Beyond 2^53 Wh integers are no longer exact (and no meter counts that far): garbage, left out.
+  if (!Number.isSafeInteger(reading.wh)) {
+    if (!next.warnings.some((w) => w.startsWith('a meter reading out of range'))) next.warnings.push('a meter reading out of range was left out');
+    return next;
+  }
   if (reading.wh > open.lastWh) {
     addPair(next.energy, open.tariff, { ms: open.lastMs, wh: open.lastWh }, reading, settings.timeZone);
     next.lastWh = reading.wh;

@@ -1,6 +1,7 @@
 /**
  * The monthly statement: per token its sessions, energy and cost, and the
- * total as the sum of the rounded sessions (the CSV adds up to it). A month
+ * total as the sum of the rounded sessions (the CSV adds up to it), per
+ * currency: amounts in two currencies are never added up. A month
  * is complete once it is over and no session of it is still open; amended
  * once a record changed after the month was exported.
  */
@@ -32,7 +33,12 @@ export interface TokenLine {
   vehicle: string;
   sessions: number;
   energyWh: number;
+  /** one code, "mixed", or null when none of its sessions is priced */
+  currency: string | null;
+  /** the sum of its rounded sessions; null when none is priced or they are in several currencies (see totals) */
   cost: number | null;
+  /** the sum per currency */
+  totals: Record<string, number>;
 }
 
 export interface Statement {
@@ -46,7 +52,10 @@ export interface Statement {
   tokens: TokenLine[];
   sessions: number;
   energyWh: number;
+  /** the sum of the rounded sessions; null when none is priced or they are in several currencies (see totals) */
   total: number | null;
+  /** the sum of the rounded sessions per currency */
+  totals: Record<string, number>;
 }
 
 export interface StatementInput {
@@ -67,26 +76,39 @@ function currencyOf(records: LedgerRecord[]): string | null {
   return codes.size === 0 ? null : codes.size === 1 ? [...codes][0] : 'mixed';
 }
 
+/** The sums of the rounded costs per currency, in code order, and the one total when there is one currency. */
+function sums(records: LedgerRecord[], decimals: number): { currency: string | null; total: number | null; totals: Record<string, number> } {
+  const per = new Map<string, number[]>();
+  for (const r of records) if (r.cost !== null && r.currency !== null) per.set(r.currency, [...(per.get(r.currency) ?? []), r.cost]);
+  const totals: Record<string, number> = {};
+  for (const code of [...per.keys()].sort()) totals[code] = sumMoney(per.get(code)!, decimals);
+  const currency = currencyOf(records);
+  return { currency, total: currency !== null && currency !== 'mixed' ? totals[currency] : null, totals };
+}
+
 export function statement(input: StatementInput): Statement {
-  const byToken = new Map<string, { line: TokenLine; costs: number[] }>();
+  const byToken = new Map<string, { line: Omit<TokenLine, 'currency' | 'cost' | 'totals'>; records: LedgerRecord[] }>();
   for (const r of input.records) {
     const key = r.token ?? '';
     let t = byToken.get(key);
     if (!t) {
-      t = { line: { token: r.token === null ? null : maskToken(r.token, input.mask), label: r.label, vehicle: r.vehicle, sessions: 0, energyWh: 0, cost: null }, costs: [] };
+      t = { line: { token: r.token === null ? null : maskToken(r.token, input.mask), label: r.label, vehicle: r.vehicle, sessions: 0, energyWh: 0 }, records: [] };
       byToken.set(key, t);
     }
     t.line.sessions++;
     t.line.energyWh += r.energyWh;
-    if (r.cost !== null) t.costs.push(r.cost);
+    t.records.push(r);
   }
-  const tokens = [...byToken.values()].map(({ line, costs }) => ({ ...line, cost: costs.length ? sumMoney(costs, input.costDecimals) : null }));
+  const tokens = [...byToken.values()].map(({ line, records }) => {
+    const { currency, total, totals } = sums(records, input.costDecimals);
+    return { ...line, currency, cost: total, totals };
+  });
   tokens.sort((a, b) => String(a.label || a.token).localeCompare(String(b.label || b.token)));
-  const costs = input.records.map((r) => r.cost).filter((c): c is number => c !== null);
+  const all = sums(input.records, input.costDecimals);
   return {
     month: input.month,
     timeZone: input.timeZone,
-    currency: currencyOf(input.records),
+    currency: all.currency,
     complete: input.over && input.open === 0,
     open: input.open,
     amended: input.meta.changes.length > 0,
@@ -94,7 +116,8 @@ export function statement(input: StatementInput): Statement {
     tokens,
     sessions: input.records.length,
     energyWh: input.records.reduce((a, r) => a + r.energyWh, 0),
-    total: costs.length ? sumMoney(costs, input.costDecimals) : null,
+    total: all.total,
+    totals: all.totals,
   };
 }
 

@@ -15,6 +15,18 @@ export interface StoredRecord {
   meter: MeterValues;
 }
 
+/**
+ * A revision written but not sent on output 1 yet: kept in the same write as
+ * the record, dropped once it was sent. A node closed, or a process killed,
+ * between the two finds it when it starts again and sends it then.
+ */
+export interface Unsent {
+  recordId: string;
+  month: string;
+  /** the revision it replaced (a `corrected` message carries it) */
+  previous: LedgerRecord | null;
+}
+
 /** A table set by message, with the fingerprint of the configured table it replaced. */
 export interface KeptTable {
   config: string;
@@ -30,8 +42,12 @@ export interface BookStore {
   monthOf(recordId: string): Promise<string | undefined>;
   recordOfCdr(cdrId: string): Promise<string | undefined>;
   record(month: string, recordId: string): Promise<StoredRecord | undefined>;
-  /** writes the record, its indexes and its month in the month list; closes its open entry */
-  putRecord(stored: StoredRecord): Promise<void>;
+  /** writes the record, its indexes and its month in the month list; closes its open entry; with `unsent`, in the same write */
+  putRecord(stored: StoredRecord, unsent?: Unsent): Promise<void>;
+  unsent(recordId: string): Promise<Unsent | undefined>;
+  allUnsent(): Promise<Unsent[]>;
+  /** the revision was sent: its unsent entry goes */
+  sent(recordId: string): Promise<void>;
   month(month: string): Promise<StoredRecord[]>;
   meta(month: string): Promise<MonthMeta>;
   setMeta(month: string, meta: MonthMeta): Promise<void>;
