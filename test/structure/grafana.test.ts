@@ -41,6 +41,7 @@ async function exposed(): Promise<Map<string, Set<string>>> {
   c.read('watch', () => ({ watched: 1, charging: 1 }));
   c.read('control', () => ({ idle: 1 }));
   c.read('coordination', () => ({ leasesHeld: 1, replicas: 1, redisUp: true, redisRoundTripSeconds: 0.001, standDowns: 0 }));
+  c.read('depot', () => ({ depot: 'd', inUse: 1, waiting: 1, usedKW: 11, limit: 2, budgetKW: 22 }));
   const json = (await m.scrape('json')).body as Record<string, { type: string; values: Array<{ labels: Record<string, string>; metricName?: string }> }>;
   const out = new Map<string, Set<string>>();
   for (const [name, metric] of Object.entries(json)) {
