@@ -6,14 +6,17 @@
  * is held, asked or released again by its key, or `recountMs` has passed, no
  * new grant is given (the kept grants count all along).
  */
+import { keptOf, readKept, readLimits, sameKept } from './grant-kept';
 import {
-  type GrantAnswer, type GrantEntry, type GrantList, type GrantNote, type GrantOp, type GrantPool, type GrantStore, type GrantTable,
+  type GrantAnswer, type GrantEntry, type GrantList, type GrantOp, type GrantPool, type GrantStore, type GrantTable,
   HEAD_SIZE, type KeptGrant, type KeptLimits, type PoolRules, poolClock,
 } from './grants';
 
 interface Live extends GrantEntry {
   waitMs: number;
   lapseMs: number;
+  /** the pool's busy clock at its last renewal */
+  renewedBusy: number;
   /** the queue's order: askedAt less what its priority is worth */
   rank: number;
 }
@@ -43,8 +46,15 @@ export class LocalGrantPool implements GrantPool {
   private inUse = 0;
   private usedKW = 0;
   private overSince: number | null = null;
-  /** the latest renewal of any entry: a grant lapses only behind it */
+  /**
+   * The latest renewal of any entry, and the pool's busy clock: the time
+   * with renewals, each silence of the whole pool counted at most a
+   * twentieth of the renewer's lapseMs (its check interval). A grant lapses
+   * when the busy clock passed its lapseMs since its renewal: never because
+   * nobody could reach the pool (Redis away, every process down).
+   */
   private newest = -Infinity;
+  private busy = 0;
   private lastSweep = -Infinity;
   private readonly unconfirmed = new Set<string>();
   private recountUntil = -Infinity;
@@ -127,7 +137,7 @@ export class LocalGrantPool implements GrantPool {
     let e = this.entries.get(key);
     if (!e) {
       if (this.entries.size >= MAX_ENTRIES) return false;
-      e = { key, state: 'waiting', priority: op.priority, weight: op.weight, askedAt: now, since: now, renewedAt: now, note: { ...op.note }, waitMs: op.waitMs, lapseMs: op.lapseMs, rank: 0 };
+      e = { key, state: 'waiting', priority: op.priority, weight: op.weight, askedAt: now, since: now, renewedAt: now, renewedBusy: this.busy, note: { ...op.note }, waitMs: op.waitMs, lapseMs: op.lapseMs, rank: 0 };
       e.rank = this.rankOf(e);
       this.entries.set(key, e);
       this.enqueue(e);
@@ -161,7 +171,7 @@ export class LocalGrantPool implements GrantPool {
     let e = this.entries.get(key);
     if (!e) {
       if (!op.create || this.entries.size >= MAX_ENTRIES) return;
-      e = { key, state: 'granted', priority: op.priority, weight: 0, askedAt: now, since: now, renewedAt: now, note: { ...op.create }, waitMs: 0, lapseMs: op.lapseMs, rank: 0 };
+      e = { key, state: 'granted', priority: op.priority, weight: 0, askedAt: now, since: now, renewedAt: now, renewedBusy: this.busy, note: { ...op.create }, waitMs: 0, lapseMs: op.lapseMs, rank: 0 };
       this.entries.set(key, e);
       this.count(e, 1);
     } else if (e.state === 'waiting') {
@@ -191,8 +201,12 @@ export class LocalGrantPool implements GrantPool {
   }
 
   private renew(e: Live, now: number): void {
+    if (now > this.newest) {
+      if (this.newest > -Infinity) this.busy += Math.min(now - this.newest, e.lapseMs / 20);
+      this.newest = now;
+    }
     e.renewedAt = now;
-    this.newest = Math.max(this.newest, now);
+    e.renewedBusy = this.busy;
   }
 
   /** In order, and every waiter ahead of it fits too: no overtaking a head that does not fit. */
@@ -263,7 +277,7 @@ export class LocalGrantPool implements GrantPool {
     this.lastSweep = now;
     for (const e of [...this.entries.values()]) {
       const expired = e.state === 'waiting' && now - e.renewedAt > e.waitMs;
-      const lapsed = e.state === 'granted' && e.renewedAt < this.newest - e.lapseMs;
+      const lapsed = e.state === 'granted' && this.busy - e.renewedBusy > e.lapseMs;
       if (!expired && !lapsed) continue;
       this.remove(e.key, now);
       this.unconfirmed.delete(e.key);
@@ -277,7 +291,7 @@ export class LocalGrantPool implements GrantPool {
   private restore(key: string, before: Live | undefined, kept: KeptGrant | undefined, now: number): void {
     this.remove(key, now);
     if (!before || !kept) return;
-    const e: Live = { ...before, ...kept, renewedAt: before.renewedAt, rank: before.rank, note: { ...kept.note } };
+    const e: Live = { ...before, ...kept, rank: before.rank, note: { ...kept.note } };
     this.entries.set(key, e);
     if (e.state === 'waiting') this.enqueue(e);
     else this.count(e, 1);
@@ -336,7 +350,7 @@ export class LocalGrantPool implements GrantPool {
       const k = readKept(raw);
       if (!k || this.entries.has(k.key)) continue;
       // Nobody could renew while the process was away: renewed now.
-      const e: Live = { ...k, renewedAt: now, rank: 0 };
+      const e: Live = { ...k, renewedAt: now, renewedBusy: this.busy, rank: 0 };
       e.rank = this.rankOf(e);
       this.entries.set(e.key, e);
       if (e.state === 'waiting') this.enqueue(e);
@@ -358,41 +372,3 @@ function before(a: Live, b: Live): boolean {
 function copy(e: Live): GrantEntry {
   return { key: e.key, state: e.state, priority: e.priority, weight: e.weight, askedAt: e.askedAt, since: e.since, renewedAt: e.renewedAt, note: { ...e.note } };
 }
-
-/** What the store keeps of an entry: renewals aside, and the weight to 0.5 kW (a measured power that wobbles writes nothing). */
-function keptOf(e: Live): KeptGrant {
-  return { key: e.key, state: e.state, priority: e.priority, weight: Math.round(e.weight * 2) / 2, askedAt: e.askedAt, since: e.since, waitMs: e.waitMs, lapseMs: e.lapseMs, note: e.note };
-}
-
-function sameKept(a: KeptGrant | undefined, b: KeptGrant | undefined): boolean {
-  if (!a || !b) return a === b;
-  if (a.state !== b.state || a.priority !== b.priority || a.weight !== b.weight || a.askedAt !== b.askedAt || a.since !== b.since || a.waitMs !== b.waitMs || a.lapseMs !== b.lapseMs) return false;
-  const ka = Object.keys(a.note);
-  return ka.length === Object.keys(b.note).length && ka.every((k) => a.note[k] === b.note[k]);
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const finite = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const limitOf = (v: unknown): number | null => {
-  const n = finite(v);
-  return n !== null && n > 0 ? n : null;
-};
-
-function readKept(raw: unknown): Omit<Live, 'renewedAt' | 'rank'> | null {
-  if (!isObject(raw) || typeof raw.key !== 'string' || (raw.state !== 'granted' && raw.state !== 'waiting')) return null;
-  const askedAt = finite(raw.askedAt);
-  if (askedAt === null) return null;
-  const note: GrantNote = {};
-  if (isObject(raw.note)) for (const [k, v] of Object.entries(raw.note)) if (v === null || ['string', 'number', 'boolean'].includes(typeof v)) note[k] = v as GrantNote[string];
-  return {
-    key: raw.key, state: raw.state, priority: Math.trunc(finite(raw.priority) ?? 0), weight: Math.max(0, finite(raw.weight) ?? 0), askedAt, since: finite(raw.since) ?? askedAt,
-    waitMs: Math.max(0, finite(raw.waitMs) ?? 0), lapseMs: Math.max(0, finite(raw.lapseMs) ?? 3_600_000), note,
-  };
-}
-
-function readLimits(raw: unknown): KeptLimits | null {
-  if (!isObject(raw)) return null;
-  const configured = isObject(raw.configured) ? raw.configured : {};
-  return { limit: limitOf(raw.limit), budgetKW: limitOf(raw.budgetKW), configured: { limit: limitOf(configured.limit), budgetKW: limitOf(configured.budgetKW) } };
-}
-

@@ -129,6 +129,31 @@ export function grantPoolContract(make: (rules: PoolRules) => Promise<PoolRig>):
     assert.equal(after.granted, true);
   });
 
+  it('a pool nobody could reach for longer than a lapse (Redis away 2 h, every process down): no grant lapses when its users come back one by one', async () => {
+    const rig = await make({ limit: 2, budgetKW: null, agingMs: 0 });
+    const { pool } = rig;
+    ok(await pool.sync('A', ask()));
+    ok(await pool.sync('B', ask()));
+    ok(await pool.sync('W', ask()));
+    await rig.advance(2 * 3_600_000);
+    // Back: A's check comes first, W's a few seconds later, B's last (each control node checks at its own pace).
+    ok(await pool.sync('A', hold()));
+    await rig.advance(3_000);
+    const w = ok(await pool.sync('W', ask()));
+    assert.equal(w.granted, false, 'B\'s car still charges: its grant counts');
+    assert.deepEqual(w.table.holders.map((h) => h.key).sort(), ['A', 'B']);
+    await rig.advance(20_000);
+    assert.equal(ok(await pool.sync('B', hold())).entry?.note.station, undefined, 'B held by its own grant, not created again');
+    // A grant nobody renews still lapses once the others have been renewed for its lapseMs.
+    for (let i = 0; i < 130; i++) {
+      await rig.advance(30_000);
+      ok(await pool.sync('A', hold()));
+      ok(await pool.sync('W', ask()));
+    }
+    const after = ok(await pool.sync('W', ask()));
+    assert.equal(after.granted, true, 'B lapsed after an hour of the others\' renewals');
+  });
+
   it('setLimit at run time: waiters fit at once; configure keeps it unless the configured limit changed', async () => {
     const { pool } = await make({ limit: 1, budgetKW: null, agingMs: 0 });
     ok(await pool.sync('A', ask()));

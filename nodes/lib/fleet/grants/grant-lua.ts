@@ -3,13 +3,15 @@
  * the local pool (nodes/lib/coordination/grant-pool.ts), on Redis's clock,
  * applied atomically by one script per operation. A pool's keys:
  *
- *   e   hash key -> entry JSON {key, state, priority, weight, askedAt, since, renewedAt, waitMs, lapseMs, note}
+ *   e   hash key -> entry JSON {key, state, priority, weight, askedAt, since, renewedAt, renewedBusy, waitMs, lapseMs, note}
  *   q   sorted set of the waiters by rank (askedAt less what the priority is worth), ties by key
  *   h   sorted set of the holders by since, ties by key
  *   wx  sorted set of the waiters by when they expire (renewedAt + waitMs)
- *   lx  sorted set of the holders by when they lapse (renewedAt + lapseMs), behind the newest renewal
+ *   lx  sorted set of the holders by when they lapse on the busy clock (renewedBusy + lapseMs)
  *   r   hash: limit, budgetKW, agingMs, confLimit, confBudget (the configuration's), usedKW,
- *       overSince, newest (the latest renewal of any entry), lastSweep, epoch, recountUntil
+ *       overSince, newest (the latest renewal of any entry), busy (the busy clock: the time with
+ *       renewals, a silence of the whole pool counted at most a twentieth of the renewer's lapseMs),
+ *       lastSweep, epoch, recountUntil
  *
  * Every script is called with the pool's configured rules (so a pool whose
  * keys Redis lost is put back at once), the epoch this replica saw, the
@@ -31,24 +33,25 @@ local function str(n) if n == nil then return '' end return string.format('%.17g
 -- The rules, put back from the configuration when Redis lost the pool (a new epoch: a re-count first).
 local R = {}
 do
-  local raw = redis.call('HMGET', K.rules, 'limit', 'budgetKW', 'agingMs', 'usedKW', 'overSince', 'newest', 'lastSweep', 'epoch', 'recountUntil', 'confLimit', 'confBudget')
+  local raw = redis.call('HMGET', K.rules, 'limit', 'budgetKW', 'agingMs', 'usedKW', 'overSince', 'newest', 'lastSweep', 'epoch', 'recountUntil', 'confLimit', 'confBudget', 'busy')
   if not raw[8] then
     R.epoch = str(redisTime())
     R.limit, R.budgetKW, R.agingMs = num(A.confLimit), num(A.confBudget), tonumber(A.agingMs)
     R.confLimit, R.confBudget = R.limit, R.budgetKW
-    R.usedKW, R.newest, R.lastSweep = 0, now, now
+    R.usedKW, R.newest, R.lastSweep, R.busy = 0, now, now, now
     R.recountUntil = (A.epochSeen ~= '') and (now + tonumber(A.recountMs)) or -1
     R.fresh = true
   else
     R.limit, R.budgetKW, R.agingMs = num(raw[1]), num(raw[2]), tonumber(raw[3]) or 0
     R.usedKW, R.overSince, R.newest, R.lastSweep = tonumber(raw[4]) or 0, num(raw[5]), tonumber(raw[6]) or now, tonumber(raw[7]) or 0
     R.epoch, R.recountUntil, R.confLimit, R.confBudget = raw[8], tonumber(raw[9]) or -1, num(raw[10]), num(raw[11])
+    R.busy = tonumber(raw[12]) or R.newest
   end
 end
 local function saveRules()
   redis.call('HSET', K.rules, 'limit', str(R.limit), 'budgetKW', str(R.budgetKW), 'agingMs', str(R.agingMs), 'usedKW', str(R.usedKW),
     'overSince', str(R.overSince), 'newest', str(R.newest), 'lastSweep', str(R.lastSweep), 'epoch', R.epoch, 'recountUntil', str(R.recountUntil),
-    'confLimit', str(R.confLimit), 'confBudget', str(R.confBudget))
+    'confLimit', str(R.confLimit), 'confBudget', str(R.confBudget), 'busy', str(R.busy))
 end
 
 local function entry(key) local raw = redis.call('HGET', K.entries, key) if raw then return cjson.decode(raw) end return nil end
@@ -57,9 +60,17 @@ local function inUse() return redis.call('ZCARD', K.holders) end
 local function put(e)
   redis.call('HSET', K.entries, e.key, cjson.encode(e))
   if e.state == 'waiting' then redis.call('ZADD', K.waitExpiry, e.renewedAt + e.waitMs, e.key)
-  else redis.call('ZADD', K.lapses, e.renewedAt + e.lapseMs, e.key) end
+  else redis.call('ZADD', K.lapses, (e.renewedBusy or R.busy) + e.lapseMs, e.key) end
 end
-local function renew(e) e.renewedAt = now if now > R.newest then R.newest = now end end
+-- A silence of the whole pool (Redis away, every replica down) moves the busy clock a little only: no grant lapses for it.
+local function renew(e)
+  if now > R.newest then
+    R.busy = R.busy + math.min(now - R.newest, e.lapseMs / 20)
+    R.newest = now
+  end
+  e.renewedAt = now
+  e.renewedBusy = R.busy
+end
 local function updateOver(freed)
   local over = (R.limit and inUse() > R.limit) or (R.budgetKW and R.usedKW > R.budgetKW + EPS)
   if not over then R.overSince = nil elseif R.overSince == nil or freed then R.overSince = now end
@@ -97,7 +108,7 @@ local function sweep()
   R.lastSweep = now
   local dropped = false
   for _, k in ipairs(redis.call('ZRANGEBYSCORE', K.waitExpiry, '-inf', '(' .. str(now))) do remove(k) dropped = true end
-  for _, k in ipairs(redis.call('ZRANGEBYSCORE', K.lapses, '-inf', '(' .. str(R.newest))) do remove(k) dropped = true end
+  for _, k in ipairs(redis.call('ZRANGEBYSCORE', K.lapses, '-inf', '(' .. str(R.busy))) do remove(k) dropped = true end
   return dropped
 end
 
