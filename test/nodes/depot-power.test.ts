@@ -41,4 +41,21 @@ describe('charging-depot kW budget (runtime + simulator)', function () {
     assert.equal(rt.sim.peakSessions(depotSessions), 2);
     assert.deepEqual(caught(), []);
   });
+
+  it('budget 34 kW, assumed 11, cars drawing 22 kW: the second car is shed once measured, and asks again at what it drew, not at 11 kW (no START and shed over and over)', async () => {
+    for (const t of [A, B]) rt.sim.plugIn(t, { powerW: 22_000 });
+    await load(rt.sim, [depot({ limit: '', budgetKW: 34, assumedKW: 11, minRun: 1, overFor: 1 }), control({ checkInterval: 1 }), ...SINKS, CATCH]);
+    const out = new Outputs();
+    on(A);
+    await until(() => out.states(A).includes('charging'), 'A charging', 8000);
+    await delay(12_000); // A measured: 22 kW
+    on(B); // 22 + 11 assumed fits 34: B starts, draws 22, the depot is over and sheds it
+    await until(() => out.of(B).some((m) => m.reason === 'over the limit: shed'), 'B shed once measured', 25_000);
+    await until(() => out.states(B).at(-1) === 'queued' || startsOf(rt.sim, B) > 1, 'B queued again, or started again', 8000);
+    await delay(3_000); // three checks more
+    assert.equal(startsOf(rt.sim, B), 1, `B started ${startsOf(rt.sim, B)} times (${out.of(B).map((m) => `${String(m.payload)}: ${String(m.reason)} ${JSON.stringify(m.depot)}`).join("\n")}): a car shed for what it drew asks again at what it drew (22 + 22 > 34)`);
+    assert.match(String(out.last(B)?.reason), /^waiting for a slot: 2\d\.?\d* of 34 kW, 1 charging, 1st of 1$/);
+    assert.equal(startsOf(rt.sim, A), 1, 'A charges on');
+    assert.deepEqual(caught(), []);
+  });
 });

@@ -71,6 +71,13 @@ interface Seen {
   mayHave: boolean;
   /** the last check found a session: a START now means that session ended, and its grant is given up first */
   hadSession: boolean;
+  /**
+   * what the car at this connector was last measured to draw, kW (0: not
+   * measured): its next session counts at least this until measured again
+   * (a car shed for drawing more than assumedKW does not ask again at
+   * assumedKW). Forgotten when nothing of the connector counts (released).
+   */
+  drewKW: number;
   view: DepotView | null;
 }
 
@@ -101,7 +108,9 @@ export class DepotLink implements DepotHook {
     const now = this.o.clock.now();
     if (f.transactionId !== null && f.energyKWh !== undefined) seen.trace.add(f.transactionId, now, f.energyKWh);
     else if (f.transactionId === null) seen.trace.clear();
-    const power = f.transactionId === null ? { kW: s.assumedKW, source: 'assumed' as const } : seen.trace.power(now, this.staleMs, s.assumedKW);
+    const assumedKW = Math.max(s.assumedKW, seen.drewKW);
+    const power = f.transactionId === null ? { kW: assumedKW, source: 'assumed' as const } : seen.trace.power(now, this.staleMs, assumedKW);
+    if (power.source === 'measured') seen.drewKW = power.kW;
     const note = { state: f.state, kWSource: power.source, yielding: f.yielding };
     const a = await this.o.pool.sync(key, { op: 'hold', priority: f.priority ?? this.o.priority, weight: power.kW, lapseMs: this.lapseMs, note, create: s.countStation ? { station: true } : null });
     if (!a.ok) return this.unavailable(seen, a.reason);
@@ -121,7 +130,7 @@ export class DepotLink implements DepotHook {
     seen.trace.clear();
     // A START after a session of its own ended (a turn, the driver): that slot is given up, and it asks at the back.
     const requeue = seen.hadSession;
-    const a = await this.o.pool.sync(key, { op: 'ask', priority: priority ?? this.o.priority, weight: this.o.settings.assumedKW, waitMs: this.waitMs, lapseMs: this.lapseMs, note: { state: 'queued', kWSource: 'assumed', yielding: null }, requeue });
+    const a = await this.o.pool.sync(key, { op: 'ask', priority: priority ?? this.o.priority, weight: Math.max(this.o.settings.assumedKW, seen.drewKW), waitMs: this.waitMs, lapseMs: this.lapseMs, note: { state: 'queued', kWSource: 'assumed', yielding: null }, requeue });
     if (!a.ok) return { ...this.unavailable(seen, a.reason), granted: false, reason: `waiting for a slot: the depot cannot be asked (${a.reason}); no START until it can` };
     this.up();
     seen.mayHave = true;
@@ -140,6 +149,7 @@ export class DepotLink implements DepotHook {
     this.up();
     s.mayHave = false;
     s.hadSession = false;
+    s.drewKW = 0;
     s.trace.clear();
     s.view = depotView(a.table, 0);
     return { view: s.view };
@@ -159,7 +169,7 @@ export class DepotLink implements DepotHook {
 
   private of(key: string): Seen {
     let seen = this.seen.get(key);
-    if (!seen) this.seen.set(key, (seen = { trace: new EnergyTrace(this.keepMs, this.o.settings.idleWindowMs > 0 ? this.o.settings.idleWindowMs : Infinity), mayHave: true, hadSession: false, view: null }));
+    if (!seen) this.seen.set(key, (seen = { trace: new EnergyTrace(this.keepMs, this.o.settings.idleWindowMs > 0 ? this.o.settings.idleWindowMs : Infinity), mayHave: true, hadSession: false, drewKW: 0, view: null }));
     return seen;
   }
 
