@@ -115,6 +115,12 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
     return [...this.live];
   }
 
+  /** Another server answers (connection.ts): the states this replica knows are put back at the next cycle (recovery.ts). */
+  serverChanged(): void {
+    this.loss.serverChanged();
+    this.ctx.kick();
+  }
+
   /** Gives this replica's share to the others (true) or takes it back (false), from the next cycle on. */
   standDown(on: boolean): void {
     if (this.standingDown === on) return;
@@ -250,13 +256,21 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
       // takes an item next resumes from them rather than from nothing (a lost ended).
       if (trace.enabled) trace('%d %s %s restores the list and its known states', Date.now(), this.ctx.replicaId, this.name);
       await this.changeList('+', [...this.list.items]);
-      // Only over an older state or none; a holder with an older one reloads when it sees the restore counted (reload).
-      const keys = { state: this.keys.state, lossMark: this.keys.lossMark, restores: this.keys.restores };
-      await this.ctx.connection.eval(RESTORE_STATES.call(keys, { replica: this.ctx.replicaId }, { args: this.loss.restoreArgs() }));
-      this.loss.restored();
+      await this.restoreStates();
       return;
     }
+    if (this.loss.mustRestoreStates) {
+      if (trace.enabled) trace('%d %s %s puts its known states back (another server answers)', Date.now(), this.ctx.replicaId, this.name);
+      await this.restoreStates();
+    }
     if (await this.list.follow(beat.version)) this.loss.keepOnly(this.list.items);
+  }
+
+  /** Only over an older state or none; a holder with an older one reloads when it sees the restore counted (reload). */
+  private async restoreStates(): Promise<void> {
+    const keys = { state: this.keys.state, lossMark: this.keys.lossMark, restores: this.keys.restores };
+    await this.ctx.connection.eval(RESTORE_STATES.call(keys, { replica: this.ctx.replicaId }, { args: this.loss.restoreArgs() }));
+    this.loss.restored();
   }
 
   private async syncLeases(): Promise<void> {

@@ -54,6 +54,7 @@ import { STATE_CODEC_LUA } from './state-codec';
  */
 export const RESTORE_STATES = new Script({
   name: 'restoreStates',
+  durable: true,
   keys: ['state', 'lossMark', 'restores'],
   args: ['replica'],
   lua: `${STATE_CODEC_LUA}
@@ -90,6 +91,8 @@ export class DataLossWatch {
   private restoresSeen: string | undefined = undefined;
   /** a restore wrote states since this replica last loaded those of its tokens */
   private reloadPending = false;
+  /** another server answers (a failover, a restart): the states known here are put back, the list is not */
+  private statesPending = false;
   /** the newest state this replica knows per watched token */
   private readonly known = new Map<string, KnownState>();
   readonly graceMs: number;
@@ -130,6 +133,22 @@ export class DataLossWatch {
 
   restored(): void {
     this.restorePending = false;
+    this.statesPending = false;
+  }
+
+  /**
+   * Another server answers than before (a failover, a restart): it may lack
+   * the last writes a demoted primary acknowledged. The epoch was replicated
+   * long before, so it does not tell; the states known here are put back
+   * (only over older ones: nothing newer is touched), as after a loss.
+   */
+  serverChanged(): void {
+    this.statesPending = true;
+  }
+
+  /** The known states are to be put back (not the list: its changes are durable writes). */
+  get mustRestoreStates(): boolean {
+    return this.statesPending;
   }
 
   /** Some replica put states back since this one last loaded its tokens' states: load them again (asked at every cycle until reloaded()). */
