@@ -191,6 +191,7 @@ export class RedisSentinel {
    * sentinel names the new primary. Returns when the switch was seen (ms).
    */
   async failover(): Promise<{ from: number; to: number; switchedAt: number }> {
+    await this.settle();
     const from = this.currentPrimary;
     const watcher = await this.watchSwitch();
     const asked = this.sentinels.find((x) => x.running) as Proc;
@@ -202,6 +203,7 @@ export class RedisSentinel {
 
   /** kill -9 of the primary; waits for the promotion of the replica (every sentinel names it). */
   async killPrimary(): Promise<{ from: number; to: number; killedAt: number; switchedAt: number }> {
+    await this.settle();
     const from = this.currentPrimary;
     const watcher = await this.watchSwitch();
     const killedAt = Date.now();
@@ -299,6 +301,46 @@ export class RedisSentinel {
       if (Date.now() > end) throw new Error('the sentinels did not find the replica and each other, or the replica is not in sync, within 20 s');
       await new Promise((r) => setTimeout(r, 200));
     }
+  }
+
+  /**
+   * Every running data node other than the primary is its replica, in sync:
+   * a demoted primary is made one at once (the sentinels would, some 10 s
+   * after a failover), so that the next failover promotes a node that has
+   * the data.
+   */
+  async settle(): Promise<void> {
+    const end = Date.now() + 20_000;
+    for (const n of this.nodes.filter((x) => x.running && x.port !== this.currentPrimary)) {
+      const c = new Redis({ host: '127.0.0.1', port: n.port, password: this.options.password, maxRetriesPerRequest: 1, retryStrategy: () => null, commandTimeout: 2000 });
+      c.on('error', () => undefined);
+      try {
+        const info = await c.info('replication');
+        if (!new RegExp(`master_port:${this.currentPrimary}\\b`).test(info)) await c.call('REPLICAOF', '127.0.0.1', String(this.currentPrimary));
+      } finally {
+        c.disconnect();
+      }
+    }
+    while (!(await this.replicaInSync()) || !(await this.sentinelsSeeReplica())) {
+      if (Date.now() > end) throw new Error('the replica is not in sync, or the sentinels do not see it healthy, within 20 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Every running sentinel lists a healthy replica of the current primary (what a failover needs). */
+  private async sentinelsSeeReplica(): Promise<boolean> {
+    for (const x of this.sentinels.filter((y) => y.running)) {
+      const c = this.sentinel(x);
+      try {
+        const replicas = ((await c.call('SENTINEL', 'REPLICAS', PRIMARY_NAME)) as string[][]).map(pack);
+        if (!replicas.some((r) => !/s_down|o_down|disconnected/.test(r.flags) && r['master-link-status'] === 'ok' && Number(r['master-port']) === this.currentPrimary)) return false;
+      } catch {
+        return false;
+      } finally {
+        c.disconnect();
+      }
+    }
+    return true;
   }
 
   /** Every running replica's link to the primary is up. */

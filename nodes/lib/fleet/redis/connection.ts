@@ -301,9 +301,7 @@ export class FleetConnection {
       this.lastError = null;
       this.markUp();
       // A failover moves the connection at once; the READONLY of a demoted primary and WAIT catch the rest.
-      this.sentinels?.watch(() => {
-        if (!this.closed) this.redis.disconnect(true);
-      });
+      this.sentinels?.watch(() => this.moveToNewPrimary());
       void this.identify();
     });
     // ioredis emits 'error' for connection failures: an EventEmitter without a listener would throw.
@@ -316,6 +314,13 @@ export class FleetConnection {
       if (this.closed) return;
       this.markDown(this.lastError?.message ?? `${this.prefix()}: the connection was lost`);
     });
+  }
+
+  /** +switch-master: connected, drop the connection (the next one asks the sentinels); waiting to reconnect, reconnect now. */
+  private moveToNewPrimary(): void {
+    if (this.closed) return;
+    if (this.redis.status === 'reconnecting') this.redis.connect().catch(() => undefined);
+    else this.redis.disconnect(true);
   }
 
   /** Which server answers (its run id): another than before is told to the listeners. */
