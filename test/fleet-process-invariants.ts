@@ -6,7 +6,9 @@
  *
  * - commands: each injected START/STOP arrives from the replicas exactly once.
  *   Two only if Redis lost its data while the command was being decided (the
- *   claim was lost: docs/fleet.md's failure table); a START none only if a
+ *   claim was lost: docs/fleet.md's failure table), never for a failover;
+ *   none if the replica that claimed it could not reach the service (its
+ *   egress failed; the error reaches every replica's Catch); a START none only if a
  *   replica it was injected on was killed (kill -9) within the read-back time
  *   (it may have held the claim and died before sending), a STOP only if
  *   every one was (the others take a dead claimer's STOP over). No command arrives
@@ -16,8 +18,13 @@
  *   during the session's life (its state was gone); no event for a session
  *   the driver never began;
  * - polling: no watched token goes unpolled longer than lease + 2 cycles + 2
- *   intervals + 1 s of noise, plus the time Redis was paused or restarting
- *   (with a reconnect) within that gap;
+ *   intervals + 1 s of noise, plus the time Redis was paused, restarting
+ *   (with a reconnect) or failing over (until the promotion) within that
+ *   gap; when one replica's egress fails, plus the time it takes to stand
+ *   down (3 queries missed, each with its attempts, and a heartbeat:
+ *   missMs in fleet-process-chaos.ts);
+ * - stand-down: when the service fails for everyone, no replica gives its
+ *   share away (its log says so when it does);
  * - budget: no 1 s window at the service holds more than the budget + 1
  *   requests from the replicas away from the faults; from a fault's start to
  *   3 s after its end, the budget + 1 + a replica's share (one replica cut off
@@ -46,11 +53,16 @@ export interface WatchSession {
 }
 
 export interface Outage {
-  /** cut: one replica's Redis traffic withheld, black-holed or reset */
-  kind: 'pause' | 'data-loss' | 'stopped' | 'killed' | 'cut';
+  /**
+   * cut: one replica's Redis traffic withheld, black-holed or reset; failover: until the promotion;
+   * egress: one replica's service traffic failing; service-down: the service failing for every replica
+   */
+  kind: 'pause' | 'data-loss' | 'stopped' | 'killed' | 'cut' | 'failover' | 'egress' | 'service-down';
   replica?: number;
   from: number;
   to: number;
+  /** egress: how long its replica takes to stand down */
+  missMs?: number;
 }
 
 export interface RunRecord {
@@ -80,6 +92,8 @@ export function checkInvariants(run: RunRecord): { violations: string[]; figures
   checkEvents(run, violations, figures);
   checkPolling(run, violations, figures);
   checkBudget(run, violations, figures);
+  checkStandDowns(run, violations, figures);
+  checkFailovers(run, figures);
   return { violations, figures };
 }
 
@@ -126,8 +140,10 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
     // A replica cut off, stopped or killed past a lease looks gone to the others: a STOP it claimed is sent again by them,
     // by design (a STOP that did not stop is worse than one sent twice); a START never is.
     const goneSenders = k.startsWith('STOP ') ? injects.filter((c) => (['cut', 'stopped', 'killed'] as const).some((kind) => within(run.outages, kind, c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1)))).length : 0;
+    // Claimed by a replica whose egress failed (before it knew, or with no healthy peer to leave it to): its error went to every Catch.
+    const unreached = injects.filter((c) => within(run.outages, 'egress', c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1))).length;
     if (n > m && n - m <= losses + goneSenders) twice += n - m;
-    else if (n < m && m - n <= kills) none += m - n;
+    else if (n < m && m - n <= kills + unreached) none += m - n;
     else {
       const when = injects.map((c) => `${c.at - run.from} ms on ${c.targets.join(',')}`).join(', ');
       violations.push(`${k}: injected ${m} time(s) (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}; the flows got: ${flowsGot(run, injects)}`);
@@ -136,7 +152,7 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
   for (const [k, n] of arrived) violations.push(`${k}: arrived ${n} times, never injected`);
   figures.commands = run.commands.length;
   figures.commandsTwiceAfterDataLossOrGoneSender = twice;
-  figures.commandsLostWithKilledSender = none;
+  figures.commandsLostWithKilledOrCutOffSender = none;
 }
 
 /** What the START/STOP nodes and Catch emitted within 15 s of each inject: who sent, who was a duplicate, which errors. */
@@ -229,9 +245,12 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
 function lastDisturbance(outages: Outage[], from: number, to: number): number {
   let last = from;
   for (const o of outages) {
-    const ends = o.kind === 'killed' ? [o.from, o.to] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
+    // One replica's egress failing: its tokens move to the peers once it stood down (missMs); a gap that began after that
+    // may also end with its share coming back when its egress does. A gap across the whole fault is not excused by the fault's end.
+    const stoodDown = o.from + (o.missMs ?? 0);
+    const ends = o.kind === 'killed' ? [o.from, o.to] : o.kind === 'egress' ? [stoodDown, ...(from >= stoodDown ? [o.to] : [])] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
     for (const e of ends) {
-      if (o.kind === 'killed' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
+      if (o.kind === 'killed' || o.kind === 'egress' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
     }
   }
   return last;
@@ -266,4 +285,66 @@ function checkBudget(run: RunRecord, violations: string[], figures: Record<strin
   over(quiet, busiest, run.budgetPerSec + 1, 'away from the faults');
   over(faultedNotLate, busiestSecondOf(faultedNotLate.map((a) => a.at)), run.budgetPerSec + 1 + share, 'during a fault');
   over(sent, all, 2 * run.budgetPerSec + 1, 'after a SIGCONT or a Redis restart');
+}
+
+/** Node-RED's log time ("28 Nov 15:39:17 - [warn] …", local time, to the second) as epoch ms, in the year of `near`. */
+function logTime(line: string, near: number): number | null {
+  const m = /^(\d{1,2}) (\w{3}) (\d{2}):(\d{2}):(\d{2}) - /.exec(line);
+  if (!m) return null;
+  const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'].indexOf(m[2]);
+  if (month < 0) return null;
+  return new Date(new Date(near).getFullYear(), month, Number(m[1]), Number(m[3]), Number(m[4]), Number(m[5])).getTime();
+}
+
+/**
+ * Nobody stands down when the service fails for everyone: no replica says it
+ * gives its share away within a service-down outage (whole seconds inside it:
+ * the log says the second), unless its own egress failed in the 20 s before
+ * (a stand-down decided from that streak). Figures: stand-downs in all, and
+ * egress faults after which their replica stood down.
+ */
+function checkStandDowns(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const downs = run.outages.filter((o) => o.kind === 'service-down');
+  const egress = run.outages.filter((o) => o.kind === 'egress');
+  let standDowns = 0;
+  let egressStoodDown = 0;
+  run.replicas.procs.forEach((_, i) => {
+    const times = run.replicas
+      .log(i)
+      .split('\n')
+      .filter((l) => /gives its watched tokens and control targets to the others/.test(l))
+      .map((l) => logTime(l, run.from))
+      .filter((t): t is number => t !== null);
+    standDowns += times.length;
+    egressStoodDown += egress.filter((o) => o.replica === i && times.some((t) => t >= o.from - 1000 && t <= o.to + 20_000)).length;
+    for (const d of downs) {
+      const inside = times.filter((t) => t >= d.from + 1000 && t + 1000 <= d.to + 1000);
+      const excused = egress.some((o) => o.replica === i && o.to <= d.to && o.to >= d.from - 20_000);
+      if (inside.length > 0 && !excused) violations.push(`replica ${i} stood down while the service failed for everyone (${d.from - run.from}..${d.to - run.from} ms): at ${inside.map((t) => t - run.from).join(', ')} ms`);
+    }
+  });
+  figures.standDowns = standDowns;
+  figures.egressFaults = egress.length;
+  figures.egressFaultsStoodDown = egressStoodDown;
+  figures.serviceDowns = downs.length;
+}
+
+/**
+ * After each failover (its promotion): how long until every watched token was
+ * polled again, the worst over the failovers (the goal: lease + 2 cycles, plus
+ * the interval the tokens are polled at).
+ */
+function checkFailovers(run: RunRecord, figures: Record<string, number>): void {
+  const fos = run.outages.filter((o) => o.kind === 'failover');
+  if (fos.length === 0) return;
+  const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
+  let worst = 0;
+  for (const o of fos) {
+    for (const t of run.watched) {
+      const next = polls.find((p) => p.token === t && p.at >= o.to);
+      worst = Math.max(worst, (next?.at ?? run.to) - o.to);
+    }
+  }
+  figures.failovers = fos.length;
+  figures.repolledAfterPromotionMs = worst;
 }

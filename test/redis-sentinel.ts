@@ -190,15 +190,22 @@ export class RedisSentinel {
    * and demote the old primary some seconds later), and waits until every
    * sentinel names the new primary. Returns when the switch was seen (ms).
    */
-  async failover(): Promise<{ from: number; to: number; switchedAt: number }> {
+  async failover(): Promise<{ from: number; to: number; askedAt: number; switchedAt: number }> {
     await this.settle();
     const from = this.currentPrimary;
     const watcher = await this.watchSwitch();
     const asked = this.sentinels.find((x) => x.running) as Proc;
+    const askedAt = Date.now();
     await this.sentinel(asked).call('SENTINEL', 'FAILOVER', PRIMARY_NAME);
     const switchedAt = await watcher.seen;
     await this.untilAllName((p) => p !== from);
-    return { from, to: this.currentPrimary, switchedAt };
+    return { from, to: this.currentPrimary, askedAt, switchedAt };
+  }
+
+  /** redis://:password@127.0.0.1:<primary>: the primary itself, as a plain client reaches it. */
+  get primaryUrl(): string {
+    const auth = this.options.password ? `:${encodeURIComponent(this.options.password)}@` : '';
+    return `redis://${auth}127.0.0.1:${this.currentPrimary}`;
   }
 
   /** kill -9 of the primary; waits for the promotion of the replica (every sentinel names it). */

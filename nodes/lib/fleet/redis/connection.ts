@@ -24,6 +24,7 @@ import { debuglog } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
 import { ChargingError } from '../../errors';
 import { Redactor } from '../../client/redactor';
+import { monotonicNow } from '../../clock';
 import { redisError } from './errors';
 import { Health, type FleetHealth, type HealthListener } from './health';
 import type { ScriptCall } from './script';
@@ -80,7 +81,7 @@ export class FleetConnection {
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.healthState = new Health(this.target.where);
     const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-    this.sentinels = this.target.kind === 'sentinel' ? new Sentinels(this.target, { tls: options.tls, timeoutMs: Math.min(commandTimeoutMs, this.connectTimeoutMs), redact: (t) => this.redact(t), prefix: this.prefix() }) : null;
+    this.sentinels = this.target.kind === 'sentinel' ? new Sentinels(this.target, { tls: options.tls, timeoutMs: Math.min(commandTimeoutMs, this.connectTimeoutMs), redact: (t) => this.redact(t), prefix: this.prefix(), now: monotonicNow }) : null;
     this.redis = new Redis(this.redisOptions(options));
     this.listen();
   }
@@ -178,7 +179,8 @@ export class FleetConnection {
     } catch (err) {
       if (this.closed) throw this.closedError();
       const error = this.toError(err, what);
-      if (error.code === 'NETWORK' || error.code === 'TIMEOUT') this.markDown(error.message);
+      // A write a primary being replaced acknowledged is not an outage: Redis answers, the retry goes to the new primary.
+      if ((error.code === 'NETWORK' || error.code === 'TIMEOUT') && error.causeCode !== 'UNCONFIRMED') this.markDown(error.message);
       throw error;
     }
   }

@@ -62,7 +62,12 @@ export interface SentinelsOptions {
   redact(text: string): string;
   /** "Coordinate replicas (Redis at redis-sentinel://…/name)" */
   prefix: string;
+  /** monotonic ms */
+  now: () => number;
 }
+
+/** How long a failover a sentinel says is under way keeps a durable write from counting (see stillPrimary). */
+export const FAILOVER_GRACE_MS = 5_000;
 
 const addr = (e: Endpoint) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`;
 const same = (a: Endpoint | undefined, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
@@ -72,6 +77,8 @@ export class Sentinels {
   private readonly clients = new Map<string, Redis>();
   private readonly watchers: Redis[] = [];
   private closed = false;
+  /** monotonic ms since a sentinel says a failover is under way (null: none does) */
+  private failingSince: number | null = null;
 
   constructor(
     readonly target: SentinelTarget,
@@ -95,10 +102,17 @@ export class Sentinels {
    */
   async stillPrimary(primary: Endpoint): Promise<{ ok: boolean; replicas: number; why: string }> {
     const answers = await this.askAll();
-    const named = answers.filter((a) => same(a.primary, primary) && !a.failingOver);
-    const other = answers.find((a) => (a.primary && !same(a.primary, primary)) || a.failingOver);
+    const named = answers.filter((a) => same(a.primary, primary));
     const replicas = Math.max(0, ...named.map((a) => a.replicas ?? 0));
-    if (other) return { ok: false, replicas, why: other.failingOver ? `sentinel ${addr(other.sentinel)} is failing ${this.target.name} over` : `sentinel ${addr(other.sentinel)} names ${addr(other.primary as Endpoint)} as the primary now` };
+    const elsewhere = answers.find((a) => a.primary && !same(a.primary, primary));
+    if (elsewhere) return { ok: false, replicas, why: `sentinel ${addr(elsewhere.sentinel)} names ${addr(elsewhere.primary as Endpoint)} as the primary now` };
+    const failing = answers.find((a) => a.failingOver);
+    const now = this.options.now();
+    if (!failing) this.failingSince = null;
+    else if (this.failingSince === null) this.failingSince = now;
+    // A failover promotes its replica within a second or two of its start; one still "in progress" long after has not
+    // (no replica fit to promote, a lost election) and leaves this primary in place.
+    if (failing && now - (this.failingSince as number) < FAILOVER_GRACE_MS) return { ok: false, replicas, why: `sentinel ${addr(failing.sentinel)} is failing ${this.target.name} over` };
     if (named.length < this.majority) return { ok: false, replicas, why: `only ${named.length} of ${answers.length} sentinels name ${addr(primary)} as the primary` };
     return { ok: true, replicas, why: '' };
   }
