@@ -248,9 +248,14 @@ function lastDisturbance(outages: Outage[], from: number, to: number): number {
     // One replica's egress failing: its tokens move to the peers once it stood down (missMs); a gap that began after that
     // may also end with its share coming back when its egress does. A gap across the whole fault is not excused by the fault's end.
     const stoodDown = o.from + (o.missMs ?? 0);
-    const ends = o.kind === 'killed' ? [o.from, o.to] : o.kind === 'egress' ? [stoodDown, ...(from >= stoodDown ? [o.to] : [])] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
+    if (o.kind === 'egress') {
+      if (o.from <= to && stoodDown >= from) last = Math.max(last, Math.min(stoodDown, to));
+      if (from >= stoodDown && o.to >= from && o.to <= to) last = Math.max(last, o.to);
+      continue;
+    }
+    const ends = o.kind === 'killed' ? [o.from, o.to] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
     for (const e of ends) {
-      if (o.kind === 'killed' || o.kind === 'egress' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
+      if (o.kind === 'killed' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
     }
   }
   return last;
@@ -331,8 +336,9 @@ function checkStandDowns(run: RunRecord, violations: string[], figures: Record<s
 
 /**
  * After each failover (its promotion): how long until every watched token was
- * polled again, the worst over the failovers (the goal: lease + 2 cycles, plus
- * the interval the tokens are polled at).
+ * polled again, the worst over the failovers and the tokens polled before the
+ * next fault began (the goal: lease + 2 cycles, plus the interval the tokens
+ * are polled at).
  */
 function checkFailovers(run: RunRecord, figures: Record<string, number>): void {
   const fos = run.outages.filter((o) => o.kind === 'failover');
@@ -340,9 +346,11 @@ function checkFailovers(run: RunRecord, figures: Record<string, number>): void {
   const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
   let worst = 0;
   for (const o of fos) {
+    // Up to the next fault: a token first polled after another one began says nothing of this failover.
+    const next = Math.min(run.to, ...run.outages.filter((x) => x.from > o.to).map((x) => x.from));
     for (const t of run.watched) {
-      const next = polls.find((p) => p.token === t && p.at >= o.to);
-      worst = Math.max(worst, (next?.at ?? run.to) - o.to);
+      const first = polls.find((p) => p.token === t && p.at >= o.to);
+      if (first && first.at <= next) worst = Math.max(worst, first.at - o.to);
     }
   }
   figures.failovers = fos.length;

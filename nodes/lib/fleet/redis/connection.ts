@@ -247,7 +247,7 @@ export class FleetConnection {
     this.unconfirmedWrites++;
     if (trace.enabled) trace('%d %s: %s acknowledged by %s:%d and not taken as done (%s)', Date.now(), this.target.where, what, found.primary.host, found.primary.port, check.why);
     // To the primary the sentinels name now: the caller's retry goes there.
-    if (this.found === found) this.redis.disconnect(true);
+    if (this.found === found) this.dropLiveConnection();
     throw new ChargingError('NETWORK', `${this.prefix()}: ${what}: acknowledged by ${found.primary.host}:${found.primary.port}, which is being replaced (${check.why}); not taken as done`, { cause: 'UNCONFIRMED', retryable: true });
   }
 
@@ -316,13 +316,29 @@ export class FleetConnection {
       if (this.closed) return;
       this.markDown(this.lastError?.message ?? `${this.prefix()}: the connection was lost`);
     });
+    // ioredis ends a client whose connection attempt failed outright (its connector gave up): it is never left so.
+    this.redis.on('end', () => {
+      if (this.closed || !this.everUp) return;
+      setTimeout(() => {
+        if (!this.closed && this.redis.status === 'end') this.redis.connect().catch(() => undefined);
+      }, MAX_RECONNECT_PAUSE_MS).unref?.();
+    });
   }
 
   /** +switch-master: connected, drop the connection (the next one asks the sentinels); waiting to reconnect, reconnect now. */
   private moveToNewPrimary(): void {
     if (this.closed) return;
     if (this.redis.status === 'reconnecting') this.redis.connect().catch(() => undefined);
-    else this.redis.disconnect(true);
+    else this.dropLiveConnection();
+  }
+
+  /**
+   * Drops a connection that has its stream (the next one asks the sentinels
+   * again). Not while one is being made: the connector is asking the
+   * sentinels already, and ending it then would end the client for good.
+   */
+  private dropLiveConnection(): void {
+    if (!this.closed && (this.redis.status === 'ready' || this.redis.status === 'connect')) this.redis.disconnect(true);
   }
 
   /** Which server answers (its run id): another than before is told to the listeners. */
