@@ -79,11 +79,18 @@ export const TIMEOUT_S = 3;
 /**
  * How long a replica whose egress fails takes to miss 3 queries in a row
  * (each after its 4 attempts: a timeout each when nothing answers, and the
- * pauses between them), and for a peer's answer since then to reach Redis
- * with its heartbeat (2 cycles): after that it stands down (service-reach.ts).
+ * pauses between them, 1.75 s; the third begun within an interval of the
+ * first), and for a peer's answer since then to reach Redis with its
+ * heartbeat and this replica's review to leave the scopes (3 cycles): after
+ * that it has stood down (service-reach.ts).
  */
 export function missMs(kind: FaultKind): number {
-  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + POLL_MS + 2 * FAST_FLEET.cycleMs;
+  return failMs(kind) + POLL_MS + 3 * FAST_FLEET.cycleMs;
+}
+
+/** How long one failed query takes: its 4 attempts (a timeout each when nothing answers) and the pauses between them. */
+export function failMs(kind: FaultKind): number {
+  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750;
 }
 
 export interface ProcessChaosOptions {
@@ -278,7 +285,7 @@ class Run {
         this.egress[i].dropConnections();
         await delay(f.ms);
         this.egress[i].forwardMode = 'normal';
-        this.outages.push({ kind: 'egress', replica: i, from: at, to: Date.now(), missMs: missMs(f.kind) });
+        this.outages.push({ kind: 'egress', replica: i, from: at, to: Date.now(), failMs: failMs(f.kind) });
         break;
       case 'service-down':
         this.sim.inject({ target: 'get', kind: 'status', status: 503, body: '{"error":"unavailable"}', times: Infinity });

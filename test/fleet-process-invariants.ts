@@ -22,7 +22,7 @@
  *   (with a reconnect) or failing over (until the promotion) within that
  *   gap; when one replica's egress fails, plus the time it takes to stand
  *   down (3 queries missed, each with its attempts, and a heartbeat:
- *   missMs in fleet-process-chaos.ts);
+ *   standDownMs below);
  * - stand-down: when the service fails for everyone, no replica gives its
  *   share away (its log says so when it does);
  * - budget: no 1 s window at the service holds more than the budget + 1
@@ -36,7 +36,7 @@
  */
 import { POLL_SHARE } from '../nodes/lib/client/request-budget';
 import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
-import { arrivals, busiestSecondOf, FAST_FLEET, type Replicas } from './fleet-replicas';
+import { arrivals, busiestSecondOf, FAST_FLEET, type Arrival, type Replicas } from './fleet-replicas';
 
 export interface CommandInjected {
   action: 'START' | 'STOP';
@@ -61,8 +61,8 @@ export interface Outage {
   replica?: number;
   from: number;
   to: number;
-  /** egress: how long its replica takes to stand down */
-  missMs?: number;
+  /** egress: how long one failed query of its replica takes */
+  failMs?: number;
 }
 
 export interface RunRecord {
@@ -215,6 +215,7 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
   const demand = run.watched.length / (run.intervalMs / 1000);
   const pollMs = run.intervalMs * Math.max(1, demand / (POLL_SHARE * run.budgetPerSec));
   const base = Math.round(FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * pollMs + 1000);
+  const standDown = (o: Outage) => standDownMs(o, polls, pollMs);
   const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
   if (!Number.isFinite(start)) {
     violations.push('a watched token was never polled');
@@ -227,7 +228,7 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
     for (let i = 1; i < at.length; i++) {
       const gap = at[i] - at[i - 1];
       longest = Math.max(longest, gap);
-      const since = Math.max(at[i - 1], lastDisturbance(run.outages, at[i - 1], at[i]));
+      const since = Math.max(at[i - 1], lastDisturbance(run.outages, at[i - 1], at[i], standDown));
       const over = at[i] - since - base;
       if (over > worst.over) worst = { token: t, ms: gap, over, at: at[i - 1] - run.from, since: since - run.from };
     }
@@ -238,16 +239,31 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
 }
 
 /**
+ * How long a replica whose egress fails takes to stand down: 3 queries missed
+ * in a row (service-reach.ts), each taking `failMs`; a token's next query
+ * waits for the one in flight, so a replica polling k tokens misses 3 in
+ * ceil(3 / k) rounds of a failed query and an interval; then a peer's answer
+ * reaches Redis with its heartbeat and this replica's review leaves the
+ * scopes (3 cycles). k: the tokens it polled in the two intervals before the
+ * fault (none: it holds nothing to give away).
+ */
+function standDownMs(o: Outage, polls: Arrival[], pollMs: number): number {
+  const k = new Set(polls.filter((p) => p.replica === o.replica && p.at >= o.from - 2 * pollMs && p.at < o.from).map((p) => p.token)).size;
+  if (k === 0) return 0;
+  return Math.ceil(3 / k) * ((o.failMs ?? 0) + pollMs) + 3 * FAST_FLEET.cycleMs;
+}
+
+/**
  * When, within the gap [from, to], the last fault ended (or from, if none did):
  * a token must be polled within the bound of that. A kill counts at its
  * moment (the others take over from it) and at the replica's return.
  */
-function lastDisturbance(outages: Outage[], from: number, to: number): number {
+function lastDisturbance(outages: Outage[], from: number, to: number, standDown: (o: Outage) => number): number {
   let last = from;
   for (const o of outages) {
-    // One replica's egress failing: its tokens move to the peers once it stood down (missMs); a gap that began after that
-    // may also end with its share coming back when its egress does. A gap across the whole fault is not excused by the fault's end.
-    const stoodDown = o.from + (o.missMs ?? 0);
+    // One replica's egress failing: its tokens move to the peers once it stood down (standDownMs); a gap that began after
+    // that may also end with its share coming back when its egress does. A gap across the whole fault is not excused by its end.
+    const stoodDown = o.kind === 'egress' ? o.from + standDown(o) : o.to;
     if (o.kind === 'egress') {
       if (o.from <= to && stoodDown >= from) last = Math.max(last, Math.min(stoodDown, to));
       if (from >= stoodDown && o.to >= from && o.to <= to) last = Math.max(last, o.to);
