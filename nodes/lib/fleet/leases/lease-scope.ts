@@ -117,7 +117,7 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
 
   /** Another server answers (connection.ts): the states this replica knows are put back at the next cycle (recovery.ts). */
   serverChanged(): void {
-    this.loss.serverChanged();
+    this.loss.serverChanged(this.ctx.connection.sentinels !== null);
     this.ctx.kick();
   }
 
@@ -328,18 +328,20 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
   private async reload(): Promise<void> {
     const announced = this.held.announced();
     const items = this.held.announced(true);
+    const any = this.loss.reloadsAny;
     const raw = items.length === 0 ? [] : await this.ctx.connection.run('loading states', (r) => r.hmget(this.keys.state, ...items));
     if (items.length === announced.length) this.loss.reloaded(); // else again at the next cycle, once their commits are answered
     const newer: AcquiredItem<S>[] = [];
     items.forEach((item, i) => {
       const h = this.held.get(item);
       const saved = decodeState<S>(raw[i]);
-      if (!h?.announced || h.pending > 0 || !saved || saved.rev <= h.rev) return;
+      if (!h?.announced || h.pending > 0 || !saved || (any ? saved.rev === h.rev : saved.rev <= h.rev)) return;
       h.rev = saved.rev;
-      this.loss.remember(item, saved.rev, saved.state);
+      if (any) this.loss.resumedFrom(item, saved.rev, saved.state);
+      else this.loss.remember(item, saved.rev, saved.state);
       newer.push({ item, saved });
     });
-    if (newer.length > 0 && !this.closed) this.tell({ acquired: newer, released: newer.map(({ item }) => ({ item, reason: 'restored', message: 'a newer state was put back after Redis lost its data' })) });
+    if (newer.length > 0 && !this.closed) this.tell({ acquired: newer, released: newer.map(({ item }) => ({ item, reason: 'restored', message: any ? 'another primary answers, with another state' : 'a newer state was put back after Redis lost its data' })) });
   }
 
   /** The newest message of each item held here, to the caller after each cycle. */

@@ -93,6 +93,8 @@ export class DataLossWatch {
   private reloadPending = false;
   /** another server answers (a failover, a restart): the states known here are put back, the list is not */
   private statesPending = false;
+  /** another primary answers on Sentinel: held items resume from Redis's state whenever it differs */
+  private reloadAny = false;
   /** the newest state this replica knows per watched token */
   private readonly known = new Map<string, KnownState>();
   readonly graceMs: number;
@@ -138,12 +140,31 @@ export class DataLossWatch {
 
   /**
    * Another server answers than before (a failover, a restart): it may lack
-   * the last writes a demoted primary acknowledged. The epoch was replicated
-   * long before, so it does not tell; the states known here are put back
-   * (only over older ones: nothing newer is touched), as after a loss.
+   * the last writes the old one acknowledged. The epoch was replicated long
+   * before, so it does not tell.
+   *
+   * - One server or a managed endpoint: every state in Redis was taken as
+   *   done by its committer (its events told), so the states known here are
+   *   put back (only over older ones: nothing newer is touched), as after a
+   *   loss.
+   * - Sentinel (`confirmed`: a commit counts only once replicated or
+   *   confirmed, connection.ts): a state known here may have been loaded
+   *   from a primary being replaced, written there by a commit that was
+   *   never taken as done (its events not told). Put back, it would hide
+   *   them for good (a `started` never emitted, then its `ended`). Instead
+   *   every held item is loaded again and resumes from what the new primary
+   *   holds whenever that differs from what it was held at.
    */
-  serverChanged(): void {
-    this.statesPending = true;
+  serverChanged(confirmed: boolean): void {
+    if (confirmed) {
+      this.reloadPending = true;
+      this.reloadAny = true;
+    } else this.statesPending = true;
+  }
+
+  /** The reload follows a change of server on Sentinel: an item resumes from Redis's state whenever it differs, not only when newer. */
+  get reloadsAny(): boolean {
+    return this.reloadAny;
   }
 
   /** The known states are to be put back (not the list: its changes are durable writes). */
@@ -158,11 +179,17 @@ export class DataLossWatch {
 
   reloaded(): void {
     this.reloadPending = false;
+    this.reloadAny = false;
   }
 
   /** A token taken with no state waits: the loss is marked and its last holder may still put its state back. */
   get holdingBack(): boolean {
     return this.now() < this.markedUntil;
+  }
+
+  /** The state Redis holds now, known from here on in place of any other (a held item resumed from it). */
+  resumedFrom(token: string, rev: number, state: unknown): void {
+    if (rev > 0 && state !== undefined) this.known.set(token, { rev, state });
   }
 
   /** A state committed or loaded: kept unless a newer one is known. */
