@@ -173,8 +173,11 @@ function faultMs(kind: FaultKind, rnd: () => number): number {
       return FAST_FLEET.leaseMs + 200 + rnd() * 2000;
     case 'egress-503':
     case 'egress-reset':
+      // Longer than the polling bound with the slowest stand-down in it (3 failed queries in turn, fleet-process-invariants.ts):
+      // a replica that did not stand down leaves a token unpolled past it.
+      return 3 * missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
     case 'egress-silent':
-      // Longer than the polling bound with the stand-down in it: a replica that did not stand down leaves a token unpolled past it.
+      // Long enough for a replica polling 3 tokens to stand down (one round of failed queries); the slowest would take 46 s.
       return missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
     case 'service-down':
       return 2000 + rnd() * 2000;

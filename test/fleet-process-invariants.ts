@@ -36,7 +36,7 @@
  */
 import { POLL_SHARE } from '../nodes/lib/client/request-budget';
 import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
-import { arrivals, busiestSecondOf, FAST_FLEET, type Arrival, type Replicas } from './fleet-replicas';
+import { arrivals, busiestSecondOf, FAST_FLEET, type Replicas } from './fleet-replicas';
 
 export interface CommandInjected {
   action: 'START' | 'STOP';
@@ -215,7 +215,7 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
   const demand = run.watched.length / (run.intervalMs / 1000);
   const pollMs = run.intervalMs * Math.max(1, demand / (POLL_SHARE * run.budgetPerSec));
   const base = Math.round(FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * pollMs + 1000);
-  const standDown = (o: Outage) => standDownMs(o, polls, pollMs);
+  const standDown = (o: Outage) => standDownMs(o, pollMs);
   const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
   if (!Number.isFinite(start)) {
     violations.push('a watched token was never polled');
@@ -240,17 +240,17 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
 
 /**
  * How long a replica whose egress fails takes to stand down: 3 queries missed
- * in a row (service-reach.ts), each taking `failMs`; a token's next query
- * waits for the one in flight, so a replica polling k tokens misses 3 in
- * ceil(3 / k) rounds of a failed query and an interval; then a peer's answer
+ * in a row (service-reach.ts), each taking `failMs`, one after another at
+ * worst: a token's next query waits for the one in flight, and a failed
+ * query of a token that moved to another replica meanwhile is not counted
+ * (the nemesis saw a silent egress outlast one round when the replica's
+ * tokens moved under it), so a replica may have one query in flight at a
+ * time that counts. Each is followed by an interval; then a peer's answer
  * reaches Redis with its heartbeat and this replica's review leaves the
- * scopes (3 cycles). k: the tokens it polled in the two intervals before the
- * fault (none: it holds nothing to give away).
+ * scopes (3 cycles).
  */
-function standDownMs(o: Outage, polls: Arrival[], pollMs: number): number {
-  const k = new Set(polls.filter((p) => p.replica === o.replica && p.at >= o.from - 2 * pollMs && p.at < o.from).map((p) => p.token)).size;
-  if (k === 0) return 0;
-  return Math.ceil(3 / k) * ((o.failMs ?? 0) + pollMs) + 3 * FAST_FLEET.cycleMs;
+function standDownMs(o: Outage, pollMs: number): number {
+  return 3 * ((o.failMs ?? 0) + pollMs) + 3 * FAST_FLEET.cycleMs;
 }
 
 /**
