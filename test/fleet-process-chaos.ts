@@ -88,9 +88,16 @@ export function missMs(kind: FaultKind): number {
   return failMs(kind) + POLL_MS + 3 * FAST_FLEET.cycleMs;
 }
 
-/** How long one failed query takes: its 4 attempts (a timeout each when nothing answers) and the pauses between them. */
+/**
+ * How long one failed query takes: its 4 attempts (a timeout each when
+ * nothing answers), the pauses between them (1.75 s), and each attempt's
+ * wait for its place in the fleet's request budget, always in use here: the
+ * replica's share of the polls' 80 % (seed 12 stood down 6 s past a bound
+ * that left the budget out).
+ */
 export function failMs(kind: FaultKind): number {
-  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750;
+  const place = (1000 * N) / (0.8 * BUDGET_PER_SEC);
+  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + 4 * place;
 }
 
 export interface ProcessChaosOptions {
@@ -203,7 +210,8 @@ class Deployment {
 
   static async start(topology: Topology): Promise<Deployment> {
     if (topology === 'single') return new Deployment(await RedisServer.start({ password: REDIS_PASSWORD, persist: false }), null);
-    return new Deployment(null, await RedisSentinel.start({ password: REDIS_PASSWORD, sentinelPassword: SENTINEL_PASSWORD }));
+    // A primary judged down after 4 s: longer than the write pause (2.5 s), which would otherwise fail it over by itself.
+    return new Deployment(null, await RedisSentinel.start({ password: REDIS_PASSWORD, sentinelPassword: SENTINEL_PASSWORD, downAfterMs: 4000 }));
   }
 
   /** What the replicas' configurations name (through replica i's nemesis proxy, on one server). */
@@ -212,7 +220,7 @@ class Deployment {
     return (nemesis as RedisNemesis).urlFor((this.single as RedisServer).url);
   }
 
-  /** The primary itself, for CLIENT PAUSE. */
+  /** The primary itself, for CLIENT PAUSE (as the sentinels last named it to the harness). */
   get primaryUrl(): string {
     return this.sentinel ? this.sentinel.primaryUrl : (this.single as RedisServer).url;
   }
@@ -268,6 +276,7 @@ class Run {
         this.outages.push({ kind: 'cut', replica: i, from: at, to: Date.now() });
         break;
       case 'pause':
+        await this.redis.sentinel?.refresh();
         await pauseWrites(this.redis.primaryUrl, f.ms).catch((e: Error) => this.note(`pause failed: ${e.message}`));
         await delay(f.ms);
         this.outages.push({ kind: 'pause', from: at, to: Date.now() });

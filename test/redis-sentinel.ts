@@ -166,7 +166,13 @@ export class RedisSentinel {
     return this.nodeByPort(this.currentPrimary);
   }
 
-  /** The port of the node last known as primary (updated by failover(), killPrimary()). */
+  /** Asks the sentinels which node is primary now (they may have failed over on their own). */
+  async refresh(): Promise<number> {
+    this.currentPrimary = await this.primaryPort().catch(() => this.currentPrimary);
+    return this.currentPrimary;
+  }
+
+  /** The port of the node last known as primary (updated by failover(), killPrimary(), refresh()). */
   currentPrimary: number = 0;
 
   /** A plain client of a data node (closed with the deployment). */
@@ -318,6 +324,8 @@ export class RedisSentinel {
    */
   async settle(): Promise<void> {
     const end = Date.now() + 20_000;
+    // The sentinels may have failed over on their own since (a primary paused past down-after-milliseconds).
+    await this.refresh();
     for (const n of this.nodes.filter((x) => x.running && x.port !== this.currentPrimary)) {
       const c = new Redis({ host: '127.0.0.1', port: n.port, password: this.options.password, maxRetriesPerRequest: 1, retryStrategy: () => null, commandTimeout: 2000 });
       c.on('error', () => undefined);
