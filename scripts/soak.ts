@@ -6,7 +6,7 @@
  *   npm run soak -- --seconds 60 --workers 40 --max-commands 20000 --seed 7 [--transport http|https-proxy|both]
  *   npm run soak -- --rotation control --connectors 20 --seconds 60   (scripts/soak-control.ts)
  *   npm run soak -- --fleet --seeds 20 --seconds 15   (Redis faults over two replicas: scripts/soak-fleet.ts)
- *   npm run soak -- --fleet --processes --seeds 20   (the nemesis over three Node-RED processes: scripts/soak-fleet-processes.ts)
+ *   npm run soak -- --fleet --processes --seeds 20   (the nemesis over three Node-RED processes, odd seeds on one Redis, even on Sentinel: scripts/soak-fleet-processes.ts)
  *   npm run soak -- --control --days 30   (charging-control for a simulated month: scripts/soak-control-month.ts)
  *   npm run soak -- --depot --days 30     (a depot of 8 connectors, limit 3, for a simulated month: scripts/soak-depot.ts)
  *
@@ -91,6 +91,7 @@ function parseArgs(argv: string[]): Args {
     else if (argv[i] === '--out') a.out = v;
     else if (argv[i] === '--connectors') a.connectors = Number(v);
     else if (argv[i] === '--seeds') a.seeds = Number(v);
+    else if (argv[i] === '--redis') continue; // --fleet --processes reads it
     else if (argv[i] === '--rotation' && (v === 'commands' || v === 'control')) a.rotation = v;
     else throw new Error(`unknown option ${argv[i]}`);
   }
@@ -130,7 +131,12 @@ function arrivalKey(label: string, payload: unknown): ReturnType<typeof commandK
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
-  if (args.rotation === 'fleet' && args.processes) return soakFleetProcesses({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
+  if (args.rotation === 'fleet' && args.processes) {
+    const at = process.argv.indexOf('--redis');
+    const redis = at > 0 ? process.argv[at + 1] : undefined;
+    if (redis !== undefined && redis !== 'single' && redis !== 'sentinel') throw new Error('--redis takes single or sentinel');
+    return soakFleetProcesses({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15, redis });
+  }
   if (args.rotation === 'fleet') return soakFleet({ seeds: args.seeds, seed: args.seed, seconds: process.argv.includes('--seconds') ? args.seconds : 15 });
   if (args.rotation === 'month') process.exit((await soakControlMonth(args)) ? 0 : 1);
   if (args.rotation === 'depot') process.exit((await soakDepot(args)) ? 0 : 1);

@@ -11,8 +11,11 @@
  *   npm start -- --fault get:status:503:3      any charging-simulator option (faults, --auth-method, …)
  *   PORT=1881 SIM_PORT=18081 npm start        (or npm start -- --port 18081 for the simulator)
  *   npm start -- --replicas 2                  two Node-RED replicas (PORT, PORT+1) coordinated through
- *                                              a Redis of their own (Debian's redis-server), issue 35;
+ *                                              a Redis of their own (Debian's redis-server);
  *                                              CHARGING_COORDINATION=redis://… to use your Redis instead
+ *   npm start -- --replicas 2 --sentinel       the same on Redis Sentinel: a primary, a replica and three
+ *                                              sentinels (redis-server processes), a redis-sentinel:// URL;
+ *                                              fail it over and watch the replicas follow
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -43,12 +46,14 @@ async function main(): Promise<void> {
   const reset = args.includes('--reset');
   let parsed;
   let replicas: number | null;
+  const sentinel = args.includes('--sentinel');
   try {
-    const taken = replicasOption(args.filter((a) => a !== '--reset'));
+    if (sentinel && !args.some((a) => /^--replicas/.test(a))) throw new Error('--sentinel goes with --replicas N');
+    const taken = replicasOption(args.filter((a) => a !== '--reset' && a !== '--sentinel'));
     replicas = taken.replicas;
     parsed = parseArgs(taken.rest);
   } catch (err) {
-    console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [--replicas N] [simulator options]\n${SIMULATOR_HELP}`);
+    console.error(`${(err as Error).message}\n\nnpm start -- [--reset] [--replicas N [--sentinel]] [simulator options]\n${SIMULATOR_HELP}`);
     process.exit(2);
   }
   // Before anything starts: a fleet needs a Redis, and a clear word when there is none.
@@ -78,7 +83,7 @@ MQTT:      broker on 127.0.0.1:${mqttPort} (CHARGING_MQTT_HOST/PORT, for example
 Dashboard: ${dashboardDir() ? `http://127.0.0.1:${uiPort}/dashboard  (example 11, Dashboard 2.0)` : 'not installed (npm install)'}`);
   const env = { ...simulatorEnv(sim), CHARGING_MQTT_HOST: '127.0.0.1', CHARGING_MQTT_PORT: String(mqttPort) };
   if (replicas !== null) {
-    await startReplicas({ count: replicas, dataDir, uiPort, reset, env, redisBin, stopSim: () => sim.stop() });
+    await startReplicas({ count: replicas, dataDir, uiPort, reset, env, redisBin, sentinel, stopSim: () => sim.stop() });
     return;
   }
   prepareUserDir(dataDir, uiPort, reset ? 'reset' : 'keep');
@@ -130,19 +135,15 @@ export function redisServerPath(): string | null {
   return null;
 }
 
-/**
- * A private Redis for the demo fleet: loopback only, a free port, no
- * persistence (the fleet's state is short-lived), stopped with npm start.
- */
-async function startRedis(bin: string): Promise<{ url: string; proc: ChildProcess }> {
-  const port = await freeLoopbackPort();
-  const proc = spawn(bin, ['--bind', '127.0.0.1', '--port', String(port), '--save', '', '--appendonly', 'no', '--dir', os.tmpdir(), '--daemonize', 'no', '--logfile', ''], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** A redis-server process (a data node or, with --sentinel in `args`, a sentinel), once it says `ready`. */
+async function startRedisProcess(bin: string, args: string[], ready: RegExp): Promise<ChildProcess> {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis-server did not start within 10 s:\n${log.slice(-1000)}`)), 10_000);
     proc.stdout?.on('data', (d: Buffer) => {
       log += d.toString();
-      if (/Ready to accept connections/.test(log)) {
+      if (ready.test(log)) {
         clearTimeout(timer);
         resolve();
       }
@@ -157,7 +158,51 @@ async function startRedis(bin: string): Promise<{ url: string; proc: ChildProces
   proc.stdout?.removeAllListeners('data');
   proc.stdout?.resume();
   proc.stderr?.resume();
-  return { url: `redis://127.0.0.1:${port}`, proc };
+  return proc;
+}
+
+const DATA_NODE = ['--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '', '--protected-mode', 'no'];
+
+/**
+ * A private Redis for the demo fleet: loopback only, a free port, no
+ * persistence (the fleet's state is short-lived), stopped with npm start.
+ */
+async function startRedis(bin: string): Promise<{ url: string; procs: ChildProcess[]; about: string }> {
+  const port = await freeLoopbackPort();
+  const proc = await startRedisProcess(bin, [...DATA_NODE, '--port', String(port), '--dir', os.tmpdir()], /Ready to accept connections/);
+  return { url: `redis://127.0.0.1:${port}`, procs: [proc], about: `redis-server pid ${proc.pid}, no persistence, stopped with npm start` };
+}
+
+/** The Sentinel primary name of the demo. */
+export const DEMO_PRIMARY = 'chargedemo';
+
+/**
+ * `--sentinel`: a primary, a replica and three sentinels, each a redis-server
+ * process on loopback (the sentinels as `redis-server <conf> --sentinel`,
+ * with quick timings: a primary is judged down after 2 s), in a temporary
+ * directory; the replicas get the redis-sentinel:// URL.
+ */
+async function startSentinel(bin: string): Promise<{ url: string; procs: ChildProcess[]; about: string }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'charging-demo-sentinel-'));
+  const [primaryPort, replicaPort] = [await freeLoopbackPort(), await freeLoopbackPort()];
+  const procs: ChildProcess[] = [];
+  const node = (port: number, extra: string[]) => startRedisProcess(bin, [...DATA_NODE, '--port', String(port), '--dir', dir, '--dbfilename', `dump-${port}.rdb`, '--repl-diskless-sync-delay', '0', ...extra], /Ready to accept connections/);
+  procs.push(await node(primaryPort, []));
+  procs.push(await node(replicaPort, ['--replicaof', '127.0.0.1', String(primaryPort)]));
+  const sentinelPorts: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const port = await freeLoopbackPort();
+    const conf = path.join(dir, `sentinel-${port}.conf`);
+    const lines = [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`, 'protected-mode no', 'daemonize no', 'logfile ""', `sentinel monitor ${DEMO_PRIMARY} 127.0.0.1 ${primaryPort} 2`, `sentinel down-after-milliseconds ${DEMO_PRIMARY} 2000`, `sentinel failover-timeout ${DEMO_PRIMARY} 10000`];
+    fs.writeFileSync(conf, `${lines.join('\n')}\n`);
+    procs.push(await startRedisProcess(bin, [conf, '--sentinel'], /\+monitor master/));
+    sentinelPorts.push(port);
+  }
+  const url = `redis-sentinel://${sentinelPorts.map((p) => `127.0.0.1:${p}`).join(',')}/${DEMO_PRIMARY}`;
+  const about = `primary 127.0.0.1:${primaryPort} (pid ${procs[0].pid}), replica 127.0.0.1:${replicaPort}, sentinels ${sentinelPorts.join(', ')}; stopped with npm start.
+           Fail it over and watch the replicas follow: redis-cli -p ${sentinelPorts[0]} SENTINEL FAILOVER ${DEMO_PRIMARY}
+           or kill the primary: kill -9 ${procs[0].pid}`;
+  return { url, procs, about };
 }
 
 async function freeLoopbackPort(): Promise<number> {
@@ -200,6 +245,8 @@ interface FleetStart {
   env: Record<string, string>;
   /** null: CHARGING_COORDINATION names the user's Redis */
   redisBin: string | null;
+  /** a Sentinel deployment of its own rather than one redis-server */
+  sentinel: boolean;
   stopSim: () => Promise<void>;
 }
 
@@ -211,10 +258,10 @@ interface FleetStart {
  * Ctrl-C stops all.
  */
 async function startReplicas(f: FleetStart): Promise<void> {
-  const redis = f.redisBin ? await startRedis(f.redisBin) : null;
+  const redis = f.redisBin ? await (f.sentinel ? startSentinel(f.redisBin) : startRedis(f.redisBin)) : null;
   const url = redis?.url ?? String(process.env.CHARGING_COORDINATION);
-  const shown = url.replace(/\/\/[^@/]*@/, '//***@');
-  console.log(`Redis:     ${redis ? `${shown} (redis-server pid ${redis.proc.pid}, no persistence, stopped with npm start)` : `${shown} (CHARGING_COORDINATION)`}`);
+  const shown = url.replace(/\/\/[^@/]*@/, '//***@').replace(/([?&]sentinelPassword=)[^&]*/, '$1***');
+  console.log(`Redis:     ${redis ? `${shown}\n           (${redis.about})` : `${shown} (CHARGING_COORDINATION)`}`);
   const reds: ChildProcess[] = [];
   for (let i = 0; i < f.count; i++) {
     const dir = path.join(f.dataDir, `replica-${i + 1}`);
@@ -242,9 +289,10 @@ async function startReplicas(f: FleetStart): Promise<void> {
       running--;
       if (!stopping) console.log(`Replica ${i + 1} (pid ${red.pid}) exited (${signal ?? `code ${code}`}); ${running} still running.`);
       if (running > 0) return;
-      // Redis gone before npm start ends: nothing left behind on its port.
-      const redisExit = redis ? new Promise((r) => redis.proc.once('exit', r)) : Promise.resolve();
-      redis?.proc.kill('SIGTERM');
+      // Redis gone before npm start ends: nothing left behind on its ports.
+      const alive = (redis?.procs ?? []).filter((p) => p.exitCode === null && p.signalCode === null);
+      const redisExit = Promise.all(alive.map((p) => new Promise((r) => p.once('exit', r))));
+      for (const p of alive) p.kill('SIGTERM');
       void Promise.all([redisExit, f.stopSim()]).then(() => process.exit(0));
     });
   });

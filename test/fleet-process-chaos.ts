@@ -1,18 +1,32 @@
 /**
  * The nemesis over real Node-RED processes (docs/fleet.md "The nemesis over
- * processes"): one simulator, one redis-server without persistence, and three
- * `node red.js` replicas with the same flows, each reaching Redis through its
- * own nemesis proxy. A seeded schedule runs three things at once:
+ * processes"): one simulator, Redis without persistence, and three `node
+ * red.js` replicas with the same flows, each reaching the service through its
+ * own HTTP proxy (HTTP_PROXY). Redis is one of two deployments:
+ *
+ * - 'single': one redis-server, each replica reaching it through its own
+ *   nemesis proxy;
+ * - 'sentinel': a primary, a replica and three sentinels
+ *   (test/redis-sentinel.ts), the replicas configured with the
+ *   redis-sentinel:// URL.
+ *
+ * A seeded schedule runs three things at once:
  *
  * - faults, one at a time, each healed before the next: replies withheld then
- *   the connection reset, a black hole, a reset (one replica's proxy each);
- *   `CLIENT PAUSE 2500 WRITE`; Redis restarted WITHOUT its data; SIGSTOP of a
- *   replica for longer than its lease, then SIGCONT; kill -9 of a replica and
- *   its restart. Every seed has each kind at least once, in a seeded order;
+ *   the connection reset, a black hole, a reset (one replica's proxy each;
+ *   single only); `CLIENT PAUSE 2500 WRITE`; Redis restarted WITHOUT its data
+ *   (single only); SENTINEL FAILOVER and kill -9 of the primary (sentinel
+ *   only); SIGSTOP of a replica for longer than its lease, then SIGCONT; kill
+ *   -9 of a replica and its restart; one replica's egress answering 503,
+ *   resetting or silent while its peers are fine; the service failing for
+ *   everyone. Every seed has each kind of its deployment at least once, in a
+ *   seeded order;
  * - START and STOP injected on every replica at once (the editor's inject
  *   button through the admin API), on their own tokens;
  * - sessions started and stopped at the simulator by the test itself (a
- *   driver at the station) on the tokens the watch node watches.
+ *   driver at the station) on the tokens the watch node watches;
+ * - a depot's connectors wanted on and off (fleet-process-depot.ts), on every
+ *   replica at once.
  *
  * Nothing is asked of the replicas: the invariants are checked from outside
  * (fleet-process-invariants.ts), at the simulator's door and in the union of
@@ -24,32 +38,81 @@ import path from 'node:path';
 import type { ServiceClient } from '../nodes/lib/client/service-client';
 import type { ChargingServiceSimulator } from '../simulator/simulator';
 import { seeded } from './fleet-chaos';
+import { checkDepot, DEPOT_TARGETS, depotFlow, injectWish, settleDepot, type Wish } from './fleet-process-depot';
 import { checkInvariants, type CommandInjected, type Outage, type WatchSession } from './fleet-process-invariants';
-import { FAST_FLEET, recorder, REPLICA_HEADER, Replicas } from './fleet-replicas';
+import { FAST_FLEET, recorder, REPLICA_HEADER, Replicas, STAND_DOWN_CONFIRM_MS } from './fleet-replicas';
 import { CLIENT_ID, CLIENT_SECRET, clientFor, delay, startSimulator, type FlowNode } from './harness';
 import { pauseWrites, RedisNemesis } from './redis-nemesis';
 import { RedisServer } from './redis-server';
+import { RedisSentinel } from './redis-sentinel';
+import { TestProxy } from './proxy-server';
 
 export const REDIS_PASSWORD = 'Nemesis-Redis-Pa55word';
+const SENTINEL_PASSWORD = 'Nemesis-Sentinel-Pa55word';
 const N = 3;
 /** the watch node's interval and the fleet's request budget: the watch alone asks more than the budget allows */
 export const INTERVAL_MS = 1000;
 export const BUDGET_PER_SEC = 8;
 const WATCHED = 10;
 const COMMAND_TOKENS = 4;
-/** a session the driver starts lasts at least this long, and a connector rests this long between two: longer than any time a token may go unpolled */
-const SESSION_MS = 9000;
+/** the interval the watched tokens are polled at: 10 tokens at 1 s ask 10/s of a budget of 8 with 80 % for polls (the node says so) */
+const POLL_MS = 1560;
+/**
+ * A session the driver starts lasts at least this long, longer than any time
+ * a token may go unpolled: a replica whose egress says nothing stands down
+ * only after its queries time out (about 16 s, missMs), then a lease and two
+ * cycles and two intervals pass before a peer polls its tokens.
+ */
+const SESSION_MS = 22_000;
 const REST_MS = 4000;
 /** an injected command's token rests this long before the next command on it */
 const COMMAND_REST_MS = 4000;
 
-export type FaultKind = 'lost-reply' | 'blackhole' | 'reset' | 'pause' | 'redis-restart' | 'sigstop' | 'kill';
-export const FAULT_KINDS: FaultKind[] = ['lost-reply', 'blackhole', 'reset', 'pause', 'redis-restart', 'sigstop', 'kill'];
+export type FaultKind = 'lost-reply' | 'blackhole' | 'reset' | 'pause' | 'redis-restart' | 'sigstop' | 'kill' | 'failover' | 'primary-kill' | 'egress-503' | 'egress-reset' | 'egress-silent' | 'service-down';
+/** what both deployments have */
+const COMMON_KINDS: FaultKind[] = ['pause', 'sigstop', 'kill', 'egress-503', 'egress-reset', 'egress-silent', 'service-down'];
+export const FAULT_KINDS: Record<Topology, FaultKind[]> = {
+  single: ['lost-reply', 'blackhole', 'reset', 'redis-restart', ...COMMON_KINDS],
+  sentinel: ['failover', 'primary-kill', ...COMMON_KINDS],
+};
+export type Topology = 'single' | 'sentinel';
+
+/** the configuration's request timeout, s: a silent egress costs this per attempt */
+export const TIMEOUT_S = 3;
+/**
+ * How long a replica whose egress fails takes to miss 3 queries in a row
+ * (each after its 4 attempts: a timeout each when nothing answers, and the
+ * pauses between them, 1.75 s; the third begun within an interval of the
+ * first), and for a peer's answer since then to reach Redis with its
+ * heartbeat, be seen for the confirmation, and this replica's review to
+ * leave the scopes (3 cycles): after that it has stood down (service-reach.ts).
+ */
+export function missMs(kind: FaultKind): number {
+  return failMs(kind) + POLL_MS + STAND_DOWN_CONFIRM_MS + 3 * FAST_FLEET.cycleMs;
+}
+
+/**
+ * How long one failed query takes: its 4 attempts (a timeout each when
+ * nothing answers), the pauses between them (1.75 s), and each attempt's
+ * wait for its place in the fleet's request budget, always in use here: the
+ * replica's share of the polls' 80 % (seed 12 stood down 6 s past a bound
+ * that left the budget out).
+ */
+export function failMs(kind: FaultKind): number {
+  const place = (1000 * N) / (0.8 * BUDGET_PER_SEC);
+  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + 4 * place;
+}
 
 export interface ProcessChaosOptions {
   seed: number;
   /** faults go on at least this long (each kind at least once, whatever this says) */
   seconds: number;
+  /** the Redis deployment (default 'single') */
+  redis?: Topology;
+  /** these faults in this order instead of the seeded plan (replica 0 for a replica's fault, 2 s rest after each) */
+  faults?: FaultKind[];
+  /** plan from these kinds only (default: every kind of the deployment) */
+  kinds?: FaultKind[];
   /** a line of progress, for the soak */
   say?: (line: string) => void;
 }
@@ -66,7 +129,7 @@ function flowFor(sim: ChargingServiceSimulator): FlowNode[] {
   const inject = (id: string, y: number, wire: string, topic = '') => ({ id, type: 'inject', z: 'tab', props: [{ p: 'payload' }, { p: 'topic', vt: 'str' }], topic, payload: '{}', payloadType: 'json', repeat: '', once: false, x: 100, y, wires: [[wire]] });
   return [
     { id: 'tab', type: 'tab', label: 'nemesis' },
-    { id: 'svc', type: 'charging-service', name: 'chaos', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', timeout: 10, maxInFlight: 8, maxRequestsPerSec: BUDGET_PER_SEC, apiKeyHeader: REPLICA_HEADER, fleetKey: 'nemesis' },
+    { id: 'svc', type: 'charging-service', name: 'chaos', baseUrl: sim.baseUrl, authUrl: sim.authUrl, scope: '', timeout: TIMEOUT_S, maxInFlight: 8, maxRequestsPerSec: BUDGET_PER_SEC, apiKeyHeader: REPLICA_HEADER, fleetKey: 'nemesis' },
     inject('start-in', 100, 'start'),
     { id: 'start', type: 'charging-start', z: 'tab', service: 'svc', x: 400, y: 100, wires: [['recS']] },
     inject('stop-in', 200, 'stop'),
@@ -78,6 +141,7 @@ function flowFor(sim: ChargingServiceSimulator): FlowNode[] {
     recorder('recT', 700, 200),
     recorder('recW', 700, 300),
     recorder('recE', 700, 400),
+    ...depotFlow(sim, TIMEOUT_S),
   ];
 }
 
@@ -89,10 +153,11 @@ interface Fault {
   restMs: number;
 }
 
-/** The seed's faults: every kind once in a seeded order, then more at random until `seconds` are filled. */
-export function planFaults(seed: number, seconds: number): Fault[] {
+/** The seed's faults: every kind of the deployment once in a seeded order, then more at random until `seconds` are filled. */
+export function planFaults(seed: number, seconds: number, topology: Topology = 'single', only?: FaultKind[]): Fault[] {
   const rnd = seeded(seed * 7919 + 1);
-  const kinds = [...FAULT_KINDS];
+  const all = FAULT_KINDS[topology].filter((k) => !only || only.includes(k));
+  const kinds = [...all];
   for (let i = kinds.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1));
     [kinds[i], kinds[j]] = [kinds[j], kinds[i]];
@@ -100,21 +165,75 @@ export function planFaults(seed: number, seconds: number): Fault[] {
   const faults: Fault[] = [];
   let total = 0;
   for (let k = 0; k < kinds.length || total < seconds * 1000; k++) {
-    const kind = k < kinds.length ? kinds[k] : FAULT_KINDS[Math.floor(rnd() * FAULT_KINDS.length)];
-    const ms = kind === 'lost-reply' ? 200 + rnd() * 800 : kind === 'blackhole' ? 500 + rnd() * 3000 : kind === 'pause' ? 2500 : kind === 'sigstop' ? FAST_FLEET.leaseMs + 200 + rnd() * 2000 : 0;
-    const f = { kind, replica: Math.floor(rnd() * N), ms: Math.round(ms), restMs: Math.round(800 + rnd() * 1200) };
+    const kind = k < kinds.length ? kinds[k] : all[Math.floor(rnd() * all.length)];
+    const f = { kind, replica: Math.floor(rnd() * N), ms: Math.round(faultMs(kind, rnd)), restMs: Math.round(800 + rnd() * 1200) };
     faults.push(f);
     total += f.ms + f.restMs + (kind === 'kill' ? 3000 : 0);
   }
   return faults;
 }
 
+/** How long a fault lasts: an egress fault long enough for its replica to stand down (missMs) and be seen doing so. */
+function faultMs(kind: FaultKind, rnd: () => number): number {
+  switch (kind) {
+    case 'lost-reply':
+      return 200 + rnd() * 800;
+    case 'blackhole':
+      return 500 + rnd() * 3000;
+    case 'pause':
+      return 2500;
+    case 'sigstop':
+      return FAST_FLEET.leaseMs + 200 + rnd() * 2000;
+    case 'egress-503':
+    case 'egress-reset':
+      // Longer than the polling bound with the slowest stand-down in it (3 failed queries in turn, fleet-process-invariants.ts):
+      // a replica that did not stand down leaves a token unpolled past it.
+      return 3 * missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
+    case 'egress-silent':
+      // Long enough for a replica polling 3 tokens to stand down (one round of failed queries); the slowest would take 46 s.
+      return missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
+    case 'service-down':
+      return 2000 + rnd() * 2000;
+    default:
+      return 0;
+  }
+}
+
 /** Replica i reaches Redis through its own proxy: its configuration's coordination URL says so. */
 function routeThrough(replicas: Replicas, i: number, url: string): void {
   const file = path.join(replicas.procs[i].dataDir, 'flows_cred.json');
   const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
-  creds.svc = { ...creds.svc, coordination: url };
+  for (const id of ['svc', 'svcD']) creds[id] = { ...creds[id], coordination: url };
   fs.writeFileSync(file, JSON.stringify(creds));
+}
+
+/** The Redis of a run: one server, or a Sentinel deployment. */
+class Deployment {
+  private constructor(
+    readonly single: RedisServer | null,
+    readonly sentinel: RedisSentinel | null,
+  ) {}
+
+  static async start(topology: Topology): Promise<Deployment> {
+    if (topology === 'single') return new Deployment(await RedisServer.start({ password: REDIS_PASSWORD, persist: false }), null);
+    // A primary judged down after 4 s: longer than the write pause (2.5 s), which would otherwise fail it over by itself.
+    return new Deployment(null, await RedisSentinel.start({ password: REDIS_PASSWORD, sentinelPassword: SENTINEL_PASSWORD, downAfterMs: 4000 }));
+  }
+
+  /** What the replicas' configurations name (through replica i's nemesis proxy, on one server). */
+  urlFor(nemesis: RedisNemesis | undefined): string {
+    if (this.sentinel) return this.sentinel.url();
+    return (nemesis as RedisNemesis).urlFor((this.single as RedisServer).url);
+  }
+
+  /** The primary itself, for CLIENT PAUSE (as the sentinels last named it to the harness). */
+  get primaryUrl(): string {
+    return this.sentinel ? this.sentinel.primaryUrl : (this.single as RedisServer).url;
+  }
+
+  close(): Promise<void> {
+    return this.single ? this.single.close() : (this.sentinel as RedisSentinel).close();
+  }
 }
 
 class Run {
@@ -122,6 +241,7 @@ class Run {
   readonly outages: Outage[] = [];
   readonly commands: CommandInjected[] = [];
   readonly sessions: WatchSession[] = [];
+  readonly wishes: Wish[] = [];
   /** replicas that can take an inject now: running and not stopped */
   readonly live = new Set<number>([0, 1, 2]);
   readonly restarts = new Set<Promise<void>>();
@@ -130,8 +250,9 @@ class Run {
 
   constructor(
     readonly sim: ChargingServiceSimulator,
-    readonly redis: RedisServer,
+    readonly redis: Deployment,
     readonly nemeses: RedisNemesis[],
+    readonly egress: TestProxy[],
     readonly replicas: Replicas,
     private readonly say: (line: string) => void,
   ) {
@@ -147,7 +268,7 @@ class Run {
   async fault(f: Fault): Promise<void> {
     const at = Date.now();
     const i = f.replica;
-    this.note(`${f.kind}${['lost-reply', 'blackhole', 'reset', 'sigstop', 'kill'].includes(f.kind) ? ` replica ${i}` : ''}${f.ms ? ` ${f.ms} ms` : ''}`);
+    this.note(`${f.kind}${['lost-reply', 'blackhole', 'reset', 'sigstop', 'kill'].includes(f.kind) || f.kind.startsWith('egress') ? ` replica ${i}` : ''}${f.ms ? ` ${f.ms} ms` : ''}`);
     switch (f.kind) {
       case 'lost-reply':
       case 'blackhole':
@@ -162,14 +283,34 @@ class Run {
         this.outages.push({ kind: 'cut', replica: i, from: at, to: Date.now() });
         break;
       case 'pause':
-        await pauseWrites(this.redis.url, f.ms).catch((e: Error) => this.note(`pause failed: ${e.message}`));
+        await this.redis.sentinel?.refresh();
+        await pauseWrites(this.redis.primaryUrl, f.ms).catch((e: Error) => this.note(`pause failed: ${e.message}`));
         await delay(f.ms);
         this.outages.push({ kind: 'pause', from: at, to: Date.now() });
         break;
       case 'redis-restart':
-        await this.redis.stop();
-        await this.redis.start();
+        await (this.redis.single as RedisServer).stop();
+        await (this.redis.single as RedisServer).start();
         this.outages.push({ kind: 'data-loss', from: at, to: Date.now() });
+        break;
+      case 'failover':
+      case 'primary-kill':
+        await this.failover(f.kind);
+        break;
+      case 'egress-503':
+      case 'egress-reset':
+      case 'egress-silent':
+        this.egress[i].forwardMode = f.kind === 'egress-503' ? '503' : f.kind === 'egress-reset' ? 'reset' : 'silent';
+        this.egress[i].dropConnections();
+        await delay(f.ms);
+        this.egress[i].forwardMode = 'normal';
+        this.outages.push({ kind: 'egress', replica: i, from: at, to: Date.now(), failMs: failMs(f.kind) });
+        break;
+      case 'service-down':
+        this.sim.inject({ target: 'get', kind: 'status', status: 503, body: '{"error":"unavailable"}', times: Infinity });
+        await delay(f.ms);
+        this.sim.clearFaults();
+        this.outages.push({ kind: 'service-down', from: at, to: Date.now() });
         break;
       case 'sigstop':
         await this.sigstop(i, f.ms);
@@ -177,6 +318,22 @@ class Run {
       case 'kill':
         await this.killAndRestart(i);
         break;
+    }
+  }
+
+  /** SENTINEL FAILOVER, or kill -9 of the primary (back as a replica 0.5 s after the promotion): an outage until the promotion. */
+  private async failover(kind: 'failover' | 'primary-kill'): Promise<void> {
+    const s = this.redis.sentinel as RedisSentinel;
+    try {
+      const r = kind === 'failover' ? await s.failover() : await s.killPrimary();
+      this.outages.push({ kind: 'failover', from: 'killedAt' in r ? r.killedAt : r.askedAt, to: r.switchedAt });
+      this.note(`${kind}: ${r.from} -> ${r.to}, switched at ${r.switchedAt - this.t0} ms`);
+      if (kind === 'primary-kill') {
+        await delay(500);
+        await s.restartStopped();
+      }
+    } catch (e) {
+      this.note(`${kind} failed: ${(e as Error).message}`);
     }
   }
 
@@ -225,6 +382,12 @@ class Run {
     await Promise.all(targets.map((i) => this.replicas.inject(i, node, [{ p: 'payload', v: JSON.stringify(cmd), vt: 'json' }]).catch((e: Error) => this.note(`inject on ${i} failed: ${e.message}`))));
   }
 
+  /** A depot connector's wish turned over (off at first), on every replica that can take it. */
+  async wish(token: string): Promise<void> {
+    const on = !this.wishes.filter((w) => w.token === token).at(-1)?.on;
+    this.note(await injectWish(this.replicas, [...this.live], this.wishes, token, on));
+  }
+
   /** The driver at the station: a session begins (no session) or ends (one old enough). */
   async drive(token: string): Promise<void> {
     const s = this.sessions.filter((x) => x.token === token).at(-1);
@@ -248,21 +411,30 @@ class Run {
 export async function runProcessChaos(options: ProcessChaosOptions): Promise<ProcessChaosReport> {
   const say = options.say ?? (() => undefined);
   const rnd = seeded(options.seed);
-  const faults = planFaults(options.seed, options.seconds);
+  const faults = options.faults ? options.faults.map((kind) => ({ kind, replica: 0, ms: Math.round(faultMs(kind, () => 0.5)), restMs: 2000 })) : planFaults(options.seed, options.seconds, options.redis, options.kinds);
   const watched = Array.from({ length: WATCHED }, (_, i) => `NW-${i}`);
   const commandTokens = Array.from({ length: COMMAND_TOKENS }, (_, i) => `NC-${i}`);
   const sim = await startSimulator({ startDelayMs: 0, stopDelayMs: 0, keepRequests: 500_000 });
-  const redis = await RedisServer.start({ password: REDIS_PASSWORD, persist: false });
+  const topology = options.redis ?? 'single';
+  const redis = await Deployment.start(topology);
   const nemeses: RedisNemesis[] = [];
+  const egress: TestProxy[] = [];
   let replicas: Replicas | null = null;
   let run: Run | null = null;
   try {
-    for (let i = 0; i < N; i++) nemeses.push(await RedisNemesis.start(redis.port));
+    for (let i = 0; i < N; i++) {
+      if (redis.single) nemeses.push(await RedisNemesis.start(redis.single.port));
+      egress.push(await new TestProxy().start());
+    }
     const settings = `    chargingSession: { minPollIntervalSec: 0.2, fleet: { cycleMs: ${FAST_FLEET.cycleMs}, leaseMs: ${FAST_FLEET.leaseMs} } },`;
-    replicas = await Replicas.prepare(N, flowFor(sim), settings, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }, ['svc']);
-    for (let i = 0; i < N; i++) routeThrough(replicas, i, nemeses[i].urlFor(redis.url));
+    replicas = await Replicas.prepare(N, flowFor(sim), settings, { svc: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }, svcD: { clientId: CLIENT_ID, clientSecret: CLIENT_SECRET } }, ['svc', 'svcD']);
+    for (let i = 0; i < N; i++) {
+      routeThrough(replicas, i, redis.urlFor(nemeses[i]));
+      // Each replica's egress through its own proxy; on Sentinel, the fleet's trace says what a demoted primary acknowledged.
+      replicas.procs[i].env = { HTTP_PROXY: egress[i].url, http_proxy: egress[i].url, ...(redis.sentinel ? { NODE_DEBUG: 'charging-fleet' } : {}) };
+    }
     await replicas.startAll();
-    const r = (run = new Run(sim, redis, nemeses, replicas, say));
+    const r = (run = new Run(sim, redis, nemeses, egress, replicas, say));
     await Promise.all([0, 1, 2].map((i) => (replicas as Replicas).inject(i, 'watch-in', [{ p: 'payload', v: JSON.stringify(watched), vt: 'json' }, { p: 'topic', v: 'watch', vt: 'str' }])));
     r.note(`seed ${options.seed}: watching ${watched.length} tokens on 3 replicas`);
     let faulting = true;
@@ -278,18 +450,20 @@ export async function runProcessChaos(options: ProcessChaosOptions): Promise<Pro
     let seq = 0;
     while (faulting) {
       const roll = rnd();
-      const token = roll < 0.5 ? commandTokens[Math.floor(rnd() * commandTokens.length)] : watched[Math.floor(rnd() * watched.length)];
-      if (roll < 0.5 && (commandRest.get(token) ?? 0) <= Date.now()) {
+      const token = roll < 0.4 ? commandTokens[Math.floor(rnd() * commandTokens.length)] : roll < 0.55 ? DEPOT_TARGETS[Math.floor(rnd() * DEPOT_TARGETS.length)].token : watched[Math.floor(rnd() * watched.length)];
+      if (roll < 0.55 && (commandRest.get(token) ?? 0) <= Date.now()) {
         commandRest.set(token, Date.now() + COMMAND_REST_MS);
-        void r.inject(token, ++seq);
-      } else if (roll >= 0.5) await r.drive(token).catch((e: Error) => r.note(`driver: ${e.message}`));
+        void (roll < 0.4 ? r.inject(token, ++seq) : r.wish(token));
+      } else if (roll >= 0.55) await r.drive(token).catch((e: Error) => r.note(`driver: ${e.message}`));
       await delay(200 + rnd() * 500);
     }
     await faultLoop;
     for (const n of nemeses) n.heal();
+    for (const e of egress) e.forwardMode = 'normal';
     await Promise.all([...r.restarts]);
     r.note('healed; settling');
     const endedAt = await settle(r);
+    await settleDepot(sim, r.wishes, r.outages);
     const report = checkInvariants({
       sim,
       replicas,
@@ -299,21 +473,28 @@ export async function runProcessChaos(options: ProcessChaosOptions): Promise<Pro
       watched,
       from: r.t0,
       to: endedAt,
-      secrets: [CLIENT_SECRET, REDIS_PASSWORD],
+      secrets: [CLIENT_SECRET, REDIS_PASSWORD, SENTINEL_PASSWORD],
       budgetPerSec: BUDGET_PER_SEC,
       intervalMs: INTERVAL_MS,
     });
-    if (report.violations.length > 0 && process.env.NEMESIS_LOGS) keepLogs(process.env.NEMESIS_LOGS, options.seed, replicas, sim, r.t0);
-    return { seed: options.seed, violations: report.violations, schedule: r.schedule, figures: report.figures };
+    checkDepot(sim, r.wishes, r.outages, r.t0, report.violations, report.figures);
+    if ((report.violations.length > 0 || process.env.NEMESIS_KEEP) && process.env.NEMESIS_LOGS) keepLogs(process.env.NEMESIS_LOGS, options.seed, replicas, sim, r.t0);
+    return { seed: options.seed, violations: report.violations, schedule: r.schedule, figures: { ...report.figures, ...(redis.sentinel ? { writesTheDemotedPrimaryAcknowledged: demotedWrites(replicas) } : {}) } };
   } finally {
     for (const n of nemeses) n.heal();
     if (run) await Promise.allSettled([...run.restarts]);
     await run?.close();
     await replicas?.remove();
     for (const n of nemeses) await n.close();
+    for (const e of egress) await e.stop();
     await redis.close();
     await sim.stop();
   }
+}
+
+/** Durable writes a primary being replaced acknowledged, that no replica took as done (connection.ts's trace). */
+function demotedWrites(replicas: Replicas): number {
+  return replicas.procs.reduce((n, _, i) => n + (replicas.log(i).match(/acknowledged by \S+ and not taken as done/g) ?? []).length, 0);
 }
 
 /** A failing seed's evidence for a human (NEMESIS_LOGS=<dir>): each replica's log and the service's requests, times from the schedule's start. */

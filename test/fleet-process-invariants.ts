@@ -6,7 +6,9 @@
  *
  * - commands: each injected START/STOP arrives from the replicas exactly once.
  *   Two only if Redis lost its data while the command was being decided (the
- *   claim was lost: docs/fleet.md's failure table); a START none only if a
+ *   claim was lost: docs/fleet.md's failure table), never for a failover;
+ *   none if the replica that claimed it could not reach the service (its
+ *   egress failed; the error reaches every replica's Catch); a START none only if a
  *   replica it was injected on was killed (kill -9) within the read-back time
  *   (it may have held the claim and died before sending), a STOP only if
  *   every one was (the others take a dead claimer's STOP over). No command arrives
@@ -16,8 +18,13 @@
  *   during the session's life (its state was gone); no event for a session
  *   the driver never began;
  * - polling: no watched token goes unpolled longer than lease + 2 cycles + 2
- *   intervals + 1 s of noise, plus the time Redis was paused or restarting
- *   (with a reconnect) within that gap;
+ *   intervals + 1 s of noise, plus the time Redis was paused, restarting
+ *   (with a reconnect) or failing over (until the promotion) within that
+ *   gap; when one replica's egress fails, plus the time it takes to stand
+ *   down (3 queries missed, each with its attempts, and a heartbeat:
+ *   standDownMs below);
+ * - stand-down: when the service fails for everyone, no replica gives its
+ *   share away (its log says so when it does);
  * - budget: no 1 s window at the service holds more than the budget + 1
  *   requests from the replicas away from the faults; from a fault's start to
  *   3 s after its end, the budget + 1 + a replica's share (one replica cut off
@@ -29,7 +36,7 @@
  */
 import { POLL_SHARE } from '../nodes/lib/client/request-budget';
 import { commandKey, type ChargingServiceSimulator } from '../simulator/simulator';
-import { arrivals, busiestSecondOf, FAST_FLEET, type Replicas } from './fleet-replicas';
+import { arrivals, busiestSecondOf, FAST_FLEET, STAND_DOWN_CONFIRM_MS, type Replicas } from './fleet-replicas';
 
 export interface CommandInjected {
   action: 'START' | 'STOP';
@@ -46,11 +53,16 @@ export interface WatchSession {
 }
 
 export interface Outage {
-  /** cut: one replica's Redis traffic withheld, black-holed or reset */
-  kind: 'pause' | 'data-loss' | 'stopped' | 'killed' | 'cut';
+  /**
+   * cut: one replica's Redis traffic withheld, black-holed or reset; failover: until the promotion;
+   * egress: one replica's service traffic failing; service-down: the service failing for every replica
+   */
+  kind: 'pause' | 'data-loss' | 'stopped' | 'killed' | 'cut' | 'failover' | 'egress' | 'service-down';
   replica?: number;
   from: number;
   to: number;
+  /** egress: how long one failed query of its replica takes */
+  failMs?: number;
 }
 
 export interface RunRecord {
@@ -80,6 +92,8 @@ export function checkInvariants(run: RunRecord): { violations: string[]; figures
   checkEvents(run, violations, figures);
   checkPolling(run, violations, figures);
   checkBudget(run, violations, figures);
+  checkStandDowns(run, violations, figures);
+  checkFailovers(run, figures);
   return { violations, figures };
 }
 
@@ -97,6 +111,7 @@ function checkProcesses(run: RunRecord, violations: string[]): void {
 
 function checkCommands(run: RunRecord, violations: string[], figures: Record<string, number>): void {
   const arrived = new Map<string, number>();
+  const arrivedAt = new Map<string, number[]>();
   for (const r of run.sim.requests) {
     if (r.method !== 'POST' || !/^replica-\d+-marker$/.test(String(r.headers['x-replica'] ?? ''))) continue;
     let id: ReturnType<typeof commandKey> = null;
@@ -107,16 +122,22 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
     }
     const k = id ? `${id.action} ${id.key}` : `unreadable ${r.body.slice(0, 80)}`;
     arrived.set(k, (arrived.get(k) ?? 0) + 1);
+    arrivedAt.set(k, [...(arrivedAt.get(k) ?? []), r.at]);
   }
   let twice = 0;
   let none = 0;
+  let joined = 0;
   // The same STOP may be injected again (its session went on): each key's arrivals against its injects.
   const byKey = new Map<string, CommandInjected[]>();
   for (const c of run.commands) byKey.set(`${c.action} ${c.key}`, [...(byKey.get(`${c.action} ${c.key}`) ?? []), c]);
   for (const [k, injects] of byKey) {
     const n = arrived.get(k) ?? 0;
     arrived.delete(k);
-    const m = injects.length;
+    // The same command injected again while the last one had not yet gone out (its claim waiting for Redis) is that
+    // command repeated: one arrival for both. An inject counts when the key arrived since the one before it.
+    const times = arrivedAt.get(k) ?? [];
+    const m = injects.filter((c, j) => j === 0 || times.some((t) => t >= injects[j - 1].at && t < c.at)).length;
+    joined += injects.length - m;
     if (n === m) continue;
     const losses = injects.filter((c) => within(run.outages, 'data-loss', c.at, c.at + DECIDED_MS).length > 0).length;
     // A START whose claimer was killed before sending is not sent by the others (OUTCOME_UNKNOWN at their Catch); a STOP's
@@ -126,17 +147,20 @@ function checkCommands(run: RunRecord, violations: string[], figures: Record<str
     // A replica cut off, stopped or killed past a lease looks gone to the others: a STOP it claimed is sent again by them,
     // by design (a STOP that did not stop is worse than one sent twice); a START never is.
     const goneSenders = k.startsWith('STOP ') ? injects.filter((c) => (['cut', 'stopped', 'killed'] as const).some((kind) => within(run.outages, kind, c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1)))).length : 0;
+    // Claimed by a replica whose egress failed (before it knew, or with no healthy peer to leave it to): its error went to every Catch.
+    const unreached = injects.filter((c) => within(run.outages, 'egress', c.at, c.at + DECIDED_MS).some((o) => c.targets.includes(o.replica ?? -1))).length;
     if (n > m && n - m <= losses + goneSenders) twice += n - m;
-    else if (n < m && m - n <= kills) none += m - n;
+    else if (n < m && m - n <= kills + unreached) none += m - n;
     else {
       const when = injects.map((c) => `${c.at - run.from} ms on ${c.targets.join(',')}`).join(', ');
-      violations.push(`${k}: injected ${m} time(s) (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}; the flows got: ${flowsGot(run, injects)}`);
+      violations.push(`${k}: injected ${injects.length} time(s)${m < injects.length ? ` (${injects.length - m} while the one before was pending)` : ""} (${when}), arrived ${n} times${losses ? ' (Redis lost its data meanwhile)' : ''}${kills ? ' (a replica was killed meanwhile)' : ''}; the flows got: ${flowsGot(run, injects)}`);
     }
   }
   for (const [k, n] of arrived) violations.push(`${k}: arrived ${n} times, never injected`);
   figures.commands = run.commands.length;
+  figures.commandsJoiningOneStillPending = joined;
   figures.commandsTwiceAfterDataLossOrGoneSender = twice;
-  figures.commandsLostWithKilledSender = none;
+  figures.commandsLostWithKilledOrCutOffSender = none;
 }
 
 /** What the START/STOP nodes and Catch emitted within 15 s of each inject: who sent, who was a duplicate, which errors. */
@@ -199,6 +223,7 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
   const demand = run.watched.length / (run.intervalMs / 1000);
   const pollMs = run.intervalMs * Math.max(1, demand / (POLL_SHARE * run.budgetPerSec));
   const base = Math.round(FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * pollMs + 1000);
+  const standDown = (o: Outage) => standDownMs(o, pollMs);
   const start = Math.min(...run.watched.map((t) => polls.find((p) => p.token === t)?.at ?? Infinity));
   if (!Number.isFinite(start)) {
     violations.push('a watched token was never polled');
@@ -211,7 +236,7 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
     for (let i = 1; i < at.length; i++) {
       const gap = at[i] - at[i - 1];
       longest = Math.max(longest, gap);
-      const since = Math.max(at[i - 1], lastDisturbance(run.outages, at[i - 1], at[i]));
+      const since = Math.max(at[i - 1], lastDisturbance(run.outages, at[i - 1], at[i], standDown));
       const over = at[i] - since - base;
       if (over > worst.over) worst = { token: t, ms: gap, over, at: at[i - 1] - run.from, since: since - run.from };
     }
@@ -222,13 +247,37 @@ function checkPolling(run: RunRecord, violations: string[], figures: Record<stri
 }
 
 /**
+ * How long a replica whose egress fails takes to stand down: 3 queries missed
+ * in a row (service-reach.ts), each taking `failMs`, one after another at
+ * worst: a token's next query waits for the one in flight, and a failed
+ * query of a token that moved to another replica meanwhile is not counted
+ * (the nemesis saw a silent egress outlast one round when the replica's
+ * tokens moved under it), so a replica may have one query in flight at a
+ * time that counts. Each is followed by an interval; then a peer's answer
+ * reaches Redis with its heartbeat, is seen for the confirmation
+ * (STAND_DOWN_CONFIRM_MS), and this replica's review leaves the scopes
+ * (3 cycles).
+ */
+function standDownMs(o: Outage, pollMs: number): number {
+  return 3 * ((o.failMs ?? 0) + pollMs) + STAND_DOWN_CONFIRM_MS + 3 * FAST_FLEET.cycleMs;
+}
+
+/**
  * When, within the gap [from, to], the last fault ended (or from, if none did):
  * a token must be polled within the bound of that. A kill counts at its
  * moment (the others take over from it) and at the replica's return.
  */
-function lastDisturbance(outages: Outage[], from: number, to: number): number {
+function lastDisturbance(outages: Outage[], from: number, to: number, standDown: (o: Outage) => number): number {
   let last = from;
   for (const o of outages) {
+    // One replica's egress failing: its tokens move to the peers once it stood down (standDownMs); a gap that began after
+    // that may also end with its share coming back when its egress does. A gap across the whole fault is not excused by its end.
+    const stoodDown = o.kind === 'egress' ? o.from + standDown(o) : o.to;
+    if (o.kind === 'egress') {
+      if (o.from <= to && stoodDown >= from) last = Math.max(last, Math.min(stoodDown, to));
+      if (from >= stoodDown && o.to >= from && o.to <= to) last = Math.max(last, o.to);
+      continue;
+    }
     const ends = o.kind === 'killed' ? [o.from, o.to] : [o.to + (o.kind === 'data-loss' ? RECONNECT_MS : 0)];
     for (const e of ends) {
       if (o.kind === 'killed' ? e >= from && e <= to : o.from <= to && e >= from) last = Math.max(last, Math.min(e, to));
@@ -266,4 +315,69 @@ function checkBudget(run: RunRecord, violations: string[], figures: Record<strin
   over(quiet, busiest, run.budgetPerSec + 1, 'away from the faults');
   over(faultedNotLate, busiestSecondOf(faultedNotLate.map((a) => a.at)), run.budgetPerSec + 1 + share, 'during a fault');
   over(sent, all, 2 * run.budgetPerSec + 1, 'after a SIGCONT or a Redis restart');
+}
+
+/** Node-RED's log time ("28 Nov 15:39:17 - [warn] …", local time, to the second) as epoch ms, in the year of `near`. */
+function logTime(line: string, near: number): number | null {
+  const m = /^(\d{1,2}) (\w{3}) (\d{2}):(\d{2}):(\d{2}) - /.exec(line);
+  if (!m) return null;
+  const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'].indexOf(m[2]);
+  if (month < 0) return null;
+  return new Date(new Date(near).getFullYear(), month, Number(m[1]), Number(m[3]), Number(m[4]), Number(m[5])).getTime();
+}
+
+/**
+ * Nobody stands down when the service fails for everyone: no replica says it
+ * gives its share away within a service-down outage (whole seconds inside it:
+ * the log says the second), unless its own egress failed in the 20 s before
+ * (a stand-down decided from that streak). Figures: stand-downs in all, and
+ * egress faults after which their replica stood down.
+ */
+function checkStandDowns(run: RunRecord, violations: string[], figures: Record<string, number>): void {
+  const downs = run.outages.filter((o) => o.kind === 'service-down');
+  const egress = run.outages.filter((o) => o.kind === 'egress');
+  let standDowns = 0;
+  let egressStoodDown = 0;
+  run.replicas.procs.forEach((_, i) => {
+    const times = run.replicas
+      .log(i)
+      .split('\n')
+      .filter((l) => /gives its watched tokens and control targets to the others/.test(l))
+      .map((l) => logTime(l, run.from))
+      .filter((t): t is number => t !== null);
+    standDowns += times.length;
+    egressStoodDown += egress.filter((o) => o.replica === i && times.some((t) => t >= o.from - 1000 && t <= o.to + 20_000)).length;
+    for (const d of downs) {
+      const inside = times.filter((t) => t >= d.from + 1000 && t + 1000 <= d.to + 1000);
+      const excused = egress.some((o) => o.replica === i && o.to <= d.to && o.to >= d.from - 20_000);
+      if (inside.length > 0 && !excused) violations.push(`replica ${i} stood down while the service failed for everyone (${d.from - run.from}..${d.to - run.from} ms): at ${inside.map((t) => t - run.from).join(', ')} ms`);
+    }
+  });
+  figures.standDowns = standDowns;
+  figures.egressFaults = egress.length;
+  figures.egressFaultsStoodDown = egressStoodDown;
+  figures.serviceDowns = downs.length;
+}
+
+/**
+ * After each failover (its promotion): how long until every watched token was
+ * polled again, the worst over the failovers and the tokens polled before the
+ * next fault began (the goal: lease + 2 cycles, plus the interval the tokens
+ * are polled at).
+ */
+function checkFailovers(run: RunRecord, figures: Record<string, number>): void {
+  const fos = run.outages.filter((o) => o.kind === 'failover');
+  if (fos.length === 0) return;
+  const polls = arrivals(run.sim, 0, 'GET').filter((a) => a.replica >= 0 && run.watched.includes(a.token));
+  let worst = 0;
+  for (const o of fos) {
+    // Up to the next fault: a token first polled after another one began says nothing of this failover.
+    const next = Math.min(run.to, ...run.outages.filter((x) => x.from > o.to).map((x) => x.from));
+    for (const t of run.watched) {
+      const first = polls.find((p) => p.token === t && p.at >= o.to);
+      if (first && first.at <= next) worst = Math.max(worst, first.at - o.to);
+    }
+  }
+  figures.failovers = fos.length;
+  figures.repolledAfterPromotionMs = worst;
 }

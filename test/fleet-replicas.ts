@@ -26,6 +26,9 @@ export const replicaMarker = (i: number): string => `replica-${i}-marker`;
 /** settings.js of every replica: quick cycles and leases, and a low poll floor. */
 export const FAST_FLEET = { cycleMs: 200, leaseMs: 800 };
 
+/** How long a replica sees a healthy peer before it stands down at FAST_FLEET's cycle (fleet.ts: max(3 s, 2 cycles)). */
+export const STAND_DOWN_CONFIRM_MS = Math.max(3_000, 2 * FAST_FLEET.cycleMs);
+
 /** One recorded output of a replica's flow. */
 export interface Output {
   /** which replica (index) emitted it */

@@ -10,6 +10,7 @@ import { DEFAULT_API_KEY_HEADER, DEFAULT_MAX_IN_FLIGHT, SESSIONS_PATH, sessionsE
 import { isAuthMethod, parseTokenParams, tokenEndpoint } from '../lib/client/token-endpoint';
 import { ChargingError } from '../lib/errors';
 import { fleetKeyFor } from '../lib/fleet/redis/keys';
+import { parseRedisUrl } from '../lib/fleet/redis/url';
 import { chargingSessionSettings, checkEndpointPath, checkEndpointUrl, isLoopback, positiveNumber, resolveEnvReference } from '../lib/settings';
 
 export interface ServiceSettings {
@@ -138,7 +139,7 @@ function tlsOptions(RED: NodeAPI, tlsId: string | undefined): https.AgentOptions
 
 /** What a configuration needs to open its Fleet (docs/fleet.md); null when *Coordinate replicas* is empty. */
 export interface FleetSettings {
-  /** redis:// or rediss://, `${NAME}` expanded; may hold a password: never logged */
+  /** redis://, rediss://, redis-sentinel:// or rediss-sentinel://, `${NAME}` expanded; may hold passwords: never logged */
   url: string;
   fleetKey: string;
   tls?: https.AgentOptions;
@@ -158,9 +159,11 @@ export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Cr
   const raw = typeof typed.coordination === 'string' ? typed.coordination.trim() : '';
   if (raw === '') return null;
   const url = String(resolveEnvReference('Coordinate replicas', raw, env)).trim();
-  if (!/^rediss?:\/\/[^/]/i.test(url)) {
-    throw new ChargingError('CONFIG', 'Coordinate replicas: the Redis URL must start with redis:// or rediss:// (for example redis://redis:6379, or rediss://:password@redis.example:6380)', { field: 'coordination' });
+  if (!/^rediss?(-sentinel)?:\/\/[^/]/i.test(url)) {
+    throw new ChargingError('CONFIG', 'Coordinate replicas: the Redis URL must start with redis://, rediss://, redis-sentinel:// or rediss-sentinel:// (for example redis://redis:6379, rediss://:password@redis.example:6380, or redis-sentinel://s1:26379,s2:26379,s3:26379/mymaster)', { field: 'coordination' });
   }
+  // A malformed URL is said at deploy, with the field, rather than by the connection later (parseRedisUrl: no password in its words).
+  parseRedisUrl(url);
   const given = typeof settings.fleetKey === 'string' ? settings.fleetKey : '';
   const fleetKey = fleetKeyFor({ baseUrl: options.baseUrl, tokenUrl: options.authUrl, clientId: options.clientId }, given);
   const tuning = chargingSessionSettings(RED.settings).fleet;
@@ -176,15 +179,12 @@ export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Cr
 
 /** Plain http needs an opt-in; plain redis:// to another machine is at least said, since Redis holds the fleet's (encrypted) token. */
 function plainRemoteRedis(url: string): string | undefined {
-  if (!/^redis:/i.test(url)) return undefined;
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return undefined;
-  }
-  if (isLoopback(host)) return undefined;
-  return 'Coordinate replicas: Redis is reached over plain redis:// on another machine: its password, the fleet\'s data and the encrypted token cross the network unencrypted. Use rediss://';
+  const t = parseRedisUrl(url);
+  if (t.tls) return undefined;
+  const hosts = t.kind === 'server' ? [t.host] : t.sentinels.map((x) => x.host);
+  if (hosts.every(isLoopback)) return undefined;
+  const scheme = t.kind === 'server' ? 'redis://' : 'redis-sentinel://';
+  return `Coordinate replicas: Redis is reached over plain ${scheme} on another machine: its password, the fleet's data and the encrypted token cross the network unencrypted. Use ${t.kind === 'server' ? 'rediss://' : 'rediss-sentinel://'}`;
 }
 
 /** The host of a service URL (no credentials, no path): what a configuration without a name is called in the log. */

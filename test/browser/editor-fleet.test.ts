@@ -3,13 +3,16 @@
  * real Node-RED: the group's fields (the Redis URL a password field), the red
  * border for a bad fleet key or URL as the user types, and Test connection's
  * Redis lines (one per live replica) against a password-protected redis-server,
- * first with the URL typed, then with the stored one after a deploy.
+ * first with the URL typed, then with the stored one after a deploy; a
+ * redis-sentinel:// URL typed (the dialog says the forms), and Test
+ * connection naming the primary the sentinels agree on.
  */
 import assert from 'node:assert/strict';
 import type { Page } from 'playwright-core';
 import { Fleet } from '../../nodes/lib/fleet/fleet';
 import { delay } from '../harness';
 import { RedisServer, REDIS_SERVER, requireRedis } from '../redis-server';
+import { RedisSentinel, PRIMARY_NAME } from '../redis-sentinel';
 import { browserSession } from './browser-session';
 
 type AnyRed = { RED: Record<string, any> }; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -104,6 +107,31 @@ describe('editor: Coordinate replicas (Chromium)', function () {
     assert.match(refused[0], /Redis refused the user name or password in the URL \(WRONGPASS\)/);
     assert.ok(!refused.join(' ').includes('wrong-pass-123'));
     await page.fill('#node-config-input-coordination', url);
+  });
+
+  it('the dialog says the URL forms; a redis-sentinel:// URL typed is accepted, and Test connection names the primary and the sentinels that answered', async function () {
+    requireRedis(this);
+    const forms = String(await page.textContent('#node-config-coordination-forms'));
+    assert.match(forms, /redis-sentinel:\/\/\[:password@\]host1:26379,host2:26379,host3:26379\/<primary name>/);
+    assert.match(forms, /sentinelPassword=/);
+    assert.equal(await marked('coordination', 'redis-sentinel://:pw@10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster'), false, 'Sentinel URL: cleared');
+    assert.equal(await marked('coordination', 'rediss-sentinel://s1,s2,s3/mymaster?sentinelPassword=x'), false, 'TLS Sentinel URL: cleared');
+    assert.equal(await marked('coordination', 'redis-sentinel://10.0.0.1:26379,10.0.0.2:26379'), true, 'no primary name: marked');
+    const sentinel = await RedisSentinel.start({ password: PASSWORD, sentinelPassword: 'br0wser-Sentinel-pa55' });
+    try {
+      await page.fill('#node-config-input-coordination', sentinel.url());
+      const lines = await testRedis();
+      assert.match(lines[0], new RegExp(`^Redis at redis-sentinel://127\\.0\\.0\\.1:\\d+,127\\.0\\.0\\.1:\\d+,127\\.0\\.0\\.1:\\d+/${PRIMARY_NAME} answers: primary ${PRIMARY_NAME} at 127\\.0\\.0\\.1:${sentinel.currentPrimary} \\(3 of 3 sentinels answered; 1 healthy replica\\); fleet ${fleetKey}: no live replica`), lines.join('\n'));
+      await page.fill('#node-config-input-coordination', sentinel.url({ name: 'nosuchprimary' }));
+      const unknown = await testRedis();
+      assert.match(unknown[0], /no sentinel knows a primary named nosuchprimary/);
+      const dialog = String(await page.textContent('#red-ui-editor-stack'));
+      for (const secret of [PASSWORD, encodeURIComponent(PASSWORD), 'br0wser-Sentinel-pa55']) assert.ok(!dialog.includes(secret), 'no password in the dialog text');
+      await session.shot('dialog-service-fleet-sentinel');
+    } finally {
+      await sentinel.close();
+      await page.fill('#node-config-input-coordination', (redis as RedisServer).url);
+    }
   });
 
   it('after a deploy the stored URL comes back masked, is not marked, and Test connection uses it: the deployed Node-RED is a replica too', async function () {

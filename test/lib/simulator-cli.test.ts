@@ -65,7 +65,7 @@ describe('simulator command line', () => {
   it('npm start takes the simulator options after --, and says how when one is wrong', () => {
     const res = spawnSync(process.execPath, [path.join(DIST, 'scripts', 'start.js'), '--fault', 'nowhere:reset'], { encoding: 'utf8', timeout: 15_000, env: { ...process.env, SIM_PORT: '0', PORT: '0' } });
     assert.equal(res.status, 2);
-    assert.match(res.stderr, /^bad --fault nowhere:reset\n\nnpm start -- \[--reset\] \[--replicas N\] \[simulator options\]/);
+    assert.match(res.stderr, /^bad --fault nowhere:reset\n\nnpm start -- \[--reset\] \[--replicas N \[--sentinel\]\] \[simulator options\]/);
     assert.match(res.stderr, /--fault SPEC/);
   });
 });

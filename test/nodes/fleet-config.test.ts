@@ -70,7 +70,8 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
       assert.equal(keyOk(key), FLEET_KEY_PATTERN.test(key) || key === '', `fleet key "${key}"`);
       assert.equal(keyOk(key), runtimeRefuses('redis://r:6379', key) === null, `fleet key "${key}": dialog and runtime agree`);
     }
-    for (const url of ['', 'redis://redis:6379', 'rediss://:pw@redis.example:6380/2', 'REDIS://r', '${REDIS_URL}', 'http://redis:6379', 'redis:/r', 'redis://', 'redis-host:6379']) {
+    const sentinelUrls = ['redis-sentinel://:pw@s1:26379,s2:26379,s3:26379/mymaster', 'rediss-sentinel://s1,s2,s3/mymaster?db=1&sentinelPassword=x', 'redis-sentinel://s1:26379,s2:26379', 'redis-sentinel:///mymaster', 'redis-sentinel://s1/my master'];
+    for (const url of ['', 'redis://redis:6379', 'rediss://:pw@redis.example:6380/2', 'REDIS://r', '${REDIS_URL}', 'http://redis:6379', 'redis:/r', 'redis://', 'redis-host:6379', ...sentinelUrls]) {
       assert.equal(urlOk(url), runtimeRefuses(url, '') === null, `URL "${url}": dialog and runtime agree`);
     }
     assert.equal(urlOk('__PWRD__'), true, 'the stored password placeholder is not marked');
@@ -85,7 +86,9 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
   });
 
   for (const [what, url, expected] of [
-    ['not redis://', `http://:${encodeURIComponent(PASSWORD)}@127.0.0.1:6379`, /must start with redis:\/\/ or rediss:\/\//],
+    ['not redis://', `http://:${encodeURIComponent(PASSWORD)}@127.0.0.1:6379`, /must start with redis:\/\/, rediss:\/\/, redis-sentinel:\/\/ or rediss-sentinel:\/\//],
+    ['a Sentinel URL without the primary name', `redis-sentinel://:${encodeURIComponent(PASSWORD)}@127.0.0.1:26379,127.0.0.1:26380`, /must name the primary after the hosts/],
+    ['a Sentinel URL with an unknown query key', `redis-sentinel://:${encodeURIComponent(PASSWORD)}@127.0.0.1:26379/m?password=${encodeURIComponent(PASSWORD)}`, /takes db, sentinelPassword and sentinelUsername in its query, not password/],
     ['a database that is not a number', `redis://:${encodeURIComponent(PASSWORD)}@127.0.0.1:6379/x`, /database in the Redis URL must be a number/],
   ] as const) {
     it(`a Redis URL with ${what} is a CONFIG error in the log and at Catch, without the password, and nothing is sent`, async () => {
@@ -113,7 +116,7 @@ describe('charging-service: Coordinate replicas settings and Test connection', f
     const res = await test({ coordination: `http://:${PASSWORD}@127.0.0.1:6379` });
     assert.equal(res.body.ok, true, 'the service part is unaffected');
     assert.equal(res.body.redis.ok, false);
-    assert.match(res.body.redis.message, /must start with redis:\/\/ or rediss:\/\//);
+    assert.match(res.body.redis.message, /must start with redis:\/\/, rediss:\/\/, redis-sentinel:\/\/ or rediss-sentinel:\/\//);
     assertNoSecret(res.text, [PASSWORD, encodeURIComponent(PASSWORD)], 'the answer');
   });
 

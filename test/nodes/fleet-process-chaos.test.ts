@@ -9,12 +9,15 @@
  * runs twenty seeds.
  */
 import assert from 'node:assert/strict';
-import { runProcessChaos } from '../fleet-process-chaos';
+import { FAULT_KINDS, runProcessChaos } from '../fleet-process-chaos';
 import { requireRedis } from '../redis-server';
 
 // Seed 2 meets an open finding about one run in three (docs/fleet.md: an ended lost when the last holder reaches
 // Redis again after the others took its tokens from nothing); it runs with the other 19 in npm run soak -- --fleet --processes.
 const SEEDS = [1, 3];
+// One replica's egress failing is tried here by fleet-reach.test.ts; each such fault lasts until its replica stood
+// down (about 30 s), so these seeds leave them to the soak's.
+const KINDS = FAULT_KINDS.single.filter((k) => !k.startsWith('egress'));
 
 describe('fleet: the nemesis over three Node-RED processes, seeded schedules', function () {
   this.timeout(90_000);
@@ -24,9 +27,10 @@ describe('fleet: the nemesis over three Node-RED processes, seeded schedules', f
 
   for (const seed of SEEDS) {
     it(`seed ${seed}: every injected command once at the service, every started/ended once, every token polled within its bound, the budget kept`, async () => {
-      const report = await runProcessChaos({ seed, seconds: 10 });
+      const report = await runProcessChaos({ seed, seconds: 10, kinds: KINDS });
       assert.ok(report.figures.commands > 0, 'the schedule injected commands');
       assert.ok(report.figures.sessions > 0, 'the driver began sessions');
+      assert.ok(report.figures.depotWishes > 0, 'the depot was wished on and off');
       assert.deepEqual(report.violations, [], `schedule:\n${report.schedule.join('\n')}`);
     });
   }

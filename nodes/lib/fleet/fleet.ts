@@ -116,6 +116,10 @@ export class Fleet {
     // A live claimer is back among the members within a lease, and after Redis lost its data within a reconnection and two cycles.
     this.claims = new RedisClaims({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands }, options.claims);
     this.leases = { lapses: true, open: (scope, opts) => this.scope(scope, opts) };
+    // Another server (a failover, a restart) may lack the last writes: every scope puts back the states it knows.
+    this.connection.onServerChange(() => {
+      for (const s of this.scopes.values()) s.serverChanged();
+    });
     // Connects in the background; the loop's first cycle waits for it (bounded) and retries every cycle.
     this.connection.open().catch(() => undefined);
     this.schedule(0);

@@ -57,7 +57,7 @@ export async function checkRedis(fleet: RedisToCheck, stored: boolean): Promise<
     const keys = new FleetKeys(fleetKey);
     const replicas = liveReplicas((await connection.eval(LIVE_MEMBERS.call({ replicas: keys.replicas, info: keys.replicaInfo }, {}))) as unknown[]);
     const count = replicas.length === 0 ? 'no live replica (none deployed with this fleet key is running)' : `${replicas.length} live replica${replicas.length === 1 ? '' : 's'}`;
-    return { ok: true, message: connection.redact(`Redis at ${connection.where} answers; fleet ${fleetKey}: ${count}${warning ? `.${warning}` : ''}`), fleetKey, replicas };
+    return { ok: true, message: connection.redact(`Redis at ${connection.where} answers${sentinelSays(connection)}; fleet ${fleetKey}: ${count}${warning ? `.${warning}` : ''}`), fleetKey, replicas };
   } catch (err) {
     // Without a connection the URL did not parse: parseRedisUrl's CONFIG errors are fixed texts, anything else is not shown.
     const raw = err instanceof Error ? err.message : String(err);
@@ -68,6 +68,15 @@ export async function checkRedis(fleet: RedisToCheck, stored: boolean): Promise<
   } finally {
     void connection?.close();
   }
+}
+
+/** On Sentinel: the primary the sentinels agree on, and how many of those listed answered. */
+function sentinelSays(connection: FleetConnection): string {
+  const found = connection.primary;
+  const t = connection.target;
+  if (!found || t.kind !== 'sentinel') return '';
+  const replicas = `${found.replicas} healthy replica${found.replicas === 1 ? '' : 's'}`;
+  return `: primary ${t.name} at ${found.primary.host}:${found.primary.port} (${found.answered} of ${found.listed} sentinels answered; ${replicas})`;
 }
 
 /** LIVE_MEMBERS's answer: the members whose heartbeat has not lapsed on Redis's clock, with what each says of itself. */

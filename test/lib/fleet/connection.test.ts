@@ -38,8 +38,8 @@ describe('fleet: Redis connection (real redis-server)', function () {
   describe('URL and fleet key', () => {
     it('reads redis:// and rediss:// URLs, and refuses anything else with a CONFIG error that shows no password', () => {
       const t = parseRedisUrl('rediss://user:s%40cret@redis.example.org:6380/2');
-      assert.deepEqual({ ...t }, { host: 'redis.example.org', port: 6380, db: 2, tls: true, username: 'user', password: 's@cret', where: 'rediss://redis.example.org:6380/2' });
-      assert.equal(parseRedisUrl('redis://127.0.0.1').port, 6379);
+      assert.deepEqual({ ...t }, { kind: 'server', host: 'redis.example.org', port: 6380, db: 2, tls: true, username: 'user', password: 's@cret', where: 'rediss://redis.example.org:6380/2' });
+      assert.equal((parseRedisUrl('redis://127.0.0.1') as { port: number }).port, 6379);
       for (const bad of ['http://:s3cretpass@host:6379', 'redis://:s3cretpass@host:6379/x', 'not a url s3cretpass', '']) {
         assert.throws(
           () => parseRedisUrl(bad),

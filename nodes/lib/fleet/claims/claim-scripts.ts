@@ -23,6 +23,7 @@ import { Script } from '../redis/script';
  */
 export const CLAIM = new Script({
   name: 'claim',
+  durable: true,
   keys: ['claim', 'replicas'],
   args: ['claimant', 'claimMs', 'sinceFirstMs', 'windowMs', 'takeOver', 'minAgeMs'],
   clock: true,
@@ -48,6 +49,7 @@ return 'OK'`,
 /** The claimer publishes its outcome under its claim, if the claim is still its own. Returns 1, or 0 when the claim was lost. */
 export const PUBLISH = new Script({
   name: 'publish',
+  durable: true,
   keys: ['claim'],
   args: ['claimant', 'outcome', 'keepMs'],
   clock: true,

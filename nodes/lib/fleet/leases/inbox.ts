@@ -12,6 +12,7 @@ import { Script } from '../redis/script';
 /** Keeps `text` as the item's newest message under the next sequence number; returns it. */
 export const POST = new Script({
   name: 'post',
+  durable: true,
   keys: ['inbox'],
   args: ['item', 'text'],
   lua: `

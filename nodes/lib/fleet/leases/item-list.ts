@@ -15,6 +15,7 @@ import { LEASE_BATCH } from './lease-batch';
  */
 export const ITEM_LIST = new Script({
   name: 'itemList',
+  durable: true,
   keys: ['list', 'version', 'state'],
   args: ['op'],
   lua: `

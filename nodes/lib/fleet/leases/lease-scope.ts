@@ -115,6 +115,12 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
     return [...this.live];
   }
 
+  /** Another server answers (connection.ts): the states this replica knows are put back at the next cycle (recovery.ts). */
+  serverChanged(): void {
+    this.loss.serverChanged(this.ctx.connection.sentinels !== null);
+    this.ctx.kick();
+  }
+
   /** Gives this replica's share to the others (true) or takes it back (false), from the next cycle on. */
   standDown(on: boolean): void {
     if (this.standingDown === on) return;
@@ -250,13 +256,21 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
       // takes an item next resumes from them rather than from nothing (a lost ended).
       if (trace.enabled) trace('%d %s %s restores the list and its known states', Date.now(), this.ctx.replicaId, this.name);
       await this.changeList('+', [...this.list.items]);
-      // Only over an older state or none; a holder with an older one reloads when it sees the restore counted (reload).
-      const keys = { state: this.keys.state, lossMark: this.keys.lossMark, restores: this.keys.restores };
-      await this.ctx.connection.eval(RESTORE_STATES.call(keys, { replica: this.ctx.replicaId }, { args: this.loss.restoreArgs() }));
-      this.loss.restored();
+      await this.restoreStates();
       return;
     }
+    if (this.loss.mustRestoreStates) {
+      if (trace.enabled) trace('%d %s %s puts its known states back (another server answers)', Date.now(), this.ctx.replicaId, this.name);
+      await this.restoreStates();
+    }
     if (await this.list.follow(beat.version)) this.loss.keepOnly(this.list.items);
+  }
+
+  /** Only over an older state or none; a holder with an older one reloads when it sees the restore counted (reload). */
+  private async restoreStates(): Promise<void> {
+    const keys = { state: this.keys.state, lossMark: this.keys.lossMark, restores: this.keys.restores };
+    await this.ctx.connection.eval(RESTORE_STATES.call(keys, { replica: this.ctx.replicaId }, { args: this.loss.restoreArgs() }));
+    this.loss.restored();
   }
 
   private async syncLeases(): Promise<void> {
@@ -314,18 +328,20 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
   private async reload(): Promise<void> {
     const announced = this.held.announced();
     const items = this.held.announced(true);
+    const any = this.loss.reloadsAny;
     const raw = items.length === 0 ? [] : await this.ctx.connection.run('loading states', (r) => r.hmget(this.keys.state, ...items));
     if (items.length === announced.length) this.loss.reloaded(); // else again at the next cycle, once their commits are answered
     const newer: AcquiredItem<S>[] = [];
     items.forEach((item, i) => {
       const h = this.held.get(item);
       const saved = decodeState<S>(raw[i]);
-      if (!h?.announced || h.pending > 0 || !saved || saved.rev <= h.rev) return;
+      if (!h?.announced || h.pending > 0 || !saved || (any ? saved.rev === h.rev : saved.rev <= h.rev)) return;
       h.rev = saved.rev;
-      this.loss.remember(item, saved.rev, saved.state);
+      if (any) this.loss.resumedFrom(item, saved.rev, saved.state);
+      else this.loss.remember(item, saved.rev, saved.state);
       newer.push({ item, saved });
     });
-    if (newer.length > 0 && !this.closed) this.tell({ acquired: newer, released: newer.map(({ item }) => ({ item, reason: 'restored', message: 'a newer state was put back after Redis lost its data' })) });
+    if (newer.length > 0 && !this.closed) this.tell({ acquired: newer, released: newer.map(({ item }) => ({ item, reason: 'restored', message: any ? 'another primary answers, with another state' : 'a newer state was put back after Redis lost its data' })) });
   }
 
   /** The newest message of each item held here, to the caller after each cycle. */

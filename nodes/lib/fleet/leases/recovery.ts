@@ -54,6 +54,7 @@ import { STATE_CODEC_LUA } from './state-codec';
  */
 export const RESTORE_STATES = new Script({
   name: 'restoreStates',
+  durable: true,
   keys: ['state', 'lossMark', 'restores'],
   args: ['replica'],
   lua: `${STATE_CODEC_LUA}
@@ -90,6 +91,10 @@ export class DataLossWatch {
   private restoresSeen: string | undefined = undefined;
   /** a restore wrote states since this replica last loaded those of its tokens */
   private reloadPending = false;
+  /** another server answers (a failover, a restart): the states known here are put back, the list is not */
+  private statesPending = false;
+  /** another primary answers on Sentinel: held items resume from Redis's state whenever it differs */
+  private reloadAny = false;
   /** the newest state this replica knows per watched token */
   private readonly known = new Map<string, KnownState>();
   readonly graceMs: number;
@@ -130,6 +135,41 @@ export class DataLossWatch {
 
   restored(): void {
     this.restorePending = false;
+    this.statesPending = false;
+  }
+
+  /**
+   * Another server answers than before (a failover, a restart): it may lack
+   * the last writes the old one acknowledged. The epoch was replicated long
+   * before, so it does not tell.
+   *
+   * - One server or a managed endpoint: every state in Redis was taken as
+   *   done by its committer (its events told), so the states known here are
+   *   put back (only over older ones: nothing newer is touched), as after a
+   *   loss.
+   * - Sentinel (`confirmed`: a commit counts only once replicated or
+   *   confirmed, connection.ts): a state known here may have been loaded
+   *   from a primary being replaced, written there by a commit that was
+   *   never taken as done (its events not told). Put back, it would hide
+   *   them for good (a `started` never emitted, then its `ended`). Instead
+   *   every held item is loaded again and resumes from what the new primary
+   *   holds whenever that differs from what it was held at.
+   */
+  serverChanged(confirmed: boolean): void {
+    if (confirmed) {
+      this.reloadPending = true;
+      this.reloadAny = true;
+    } else this.statesPending = true;
+  }
+
+  /** The reload follows a change of server on Sentinel: an item resumes from Redis's state whenever it differs, not only when newer. */
+  get reloadsAny(): boolean {
+    return this.reloadAny;
+  }
+
+  /** The known states are to be put back (not the list: its changes are durable writes). */
+  get mustRestoreStates(): boolean {
+    return this.statesPending;
   }
 
   /** Some replica put states back since this one last loaded its tokens' states: load them again (asked at every cycle until reloaded()). */
@@ -139,11 +179,17 @@ export class DataLossWatch {
 
   reloaded(): void {
     this.reloadPending = false;
+    this.reloadAny = false;
   }
 
   /** A token taken with no state waits: the loss is marked and its last holder may still put its state back. */
   get holdingBack(): boolean {
     return this.now() < this.markedUntil;
+  }
+
+  /** The state Redis holds now, known from here on in place of any other (a held item resumed from it). */
+  resumedFrom(token: string, rev: number, state: unknown): void {
+    if (rev > 0 && state !== undefined) this.known.set(token, { rev, state });
   }
 
   /** A state committed or loaded: kept unless a newer one is known. */

@@ -39,6 +39,7 @@ import { KEPT_COMMIT_IDS, STATE_CODEC_LUA } from './state-codec';
  */
 export const COMMIT_STATE = new Script({
   name: 'commitState',
+  durable: true,
   keys: ['lease', 'state'],
   args: ['replica', 'item', 'expectedRev', 'json', 'commitId', 'heldByClock'],
   clock: true,

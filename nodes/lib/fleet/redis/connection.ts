@@ -13,15 +13,26 @@
  * - Closed: after close() nothing is sent; every call fails with CLOSED.
  * - Scripts (script.ts) run with EVALSHA and fall back to EVAL once when Redis
  *   has forgotten them (a restarted Redis starts with an empty script cache).
+ * - Redis Sentinel (sentinel.ts): the primary a majority of the sentinels
+ *   names, the connection moved at each +switch-master, and a durable script
+ *   (a claim, a commit) confirmed by WAIT or by the sentinels before it counts.
+ * - Another server behind the same address (a failover, a restart): its
+ *   listeners are told (onServerChange), since it may lack the last writes.
  */
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
+import { debuglog } from 'node:util';
 import { Redis, type RedisOptions } from 'ioredis';
 import { ChargingError } from '../../errors';
 import { Redactor } from '../../client/redactor';
+import { monotonicNow } from '../../clock';
 import { redisError } from './errors';
 import { Health, type FleetHealth, type HealthListener } from './health';
 import type { ScriptCall } from './script';
+import { primaryConnector, Sentinels, type PrimaryFound } from './sentinel';
 import { isIp, parseRedisUrl, type RedisTarget } from './url';
+
+/** NODE_DEBUG=charging-fleet: each durable write a primary acknowledged that did not stand (sentinel.ts), and each change of server. */
+const trace = debuglog('charging-fleet');
 
 export interface FleetConnectionOptions {
   /** redis://[user:password@]host[:port][/db] or rediss://…; `${NAME}` already expanded by the caller */
@@ -40,6 +51,8 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
 /** Pause between reconnection attempts: 100 ms, doubling, at most this. */
 export const MAX_RECONNECT_PAUSE_MS = 2_000;
+/** How long a durable write waits for its replicas' acknowledgement before the sentinels are asked instead. */
+export const WAIT_REPLICAS_MS = 200;
 
 export class FleetConnection {
   readonly target: RedisTarget;
@@ -52,14 +65,36 @@ export class FleetConnection {
   private firstReady: Promise<void> | null = null;
   private lastError: ChargingError | null = null;
   private readonly connectTimeoutMs: number;
+  /** null for one server */
+  readonly sentinels: Sentinels | null;
+  /** the primary the sentinels named at the last connection, and the healthy replicas a durable write waits for */
+  private found: PrimaryFound | null = null;
+  private serverId: string | null = null;
+  private readonly serverListeners = new Set<() => void>();
+  /** durable writes a primary acknowledged that were not taken as done (it was being replaced) */
+  unconfirmedWrites = 0;
 
   constructor(options: FleetConnectionOptions) {
     this.target = parseRedisUrl(options.url);
     this.redactor.add(this.target.password);
+    if (this.target.kind === 'sentinel') this.redactor.add(this.target.sentinelPassword);
     this.connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.healthState = new Health(this.target.where);
+    const commandTimeoutMs = options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+    this.sentinels = this.target.kind === 'sentinel' ? new Sentinels(this.target, { tls: options.tls, timeoutMs: Math.min(commandTimeoutMs, this.connectTimeoutMs), redact: (t) => this.redact(t), prefix: this.prefix(), now: monotonicNow }) : null;
     this.redis = new Redis(this.redisOptions(options));
     this.listen();
+  }
+
+  /** The primary the sentinels named at the last connection (null for one server, or before it). */
+  get primary(): PrimaryFound | null {
+    return this.found;
+  }
+
+  /** Tells the listener whenever the connection reaches another server than before (a failover, a restart): it may lack the last writes. */
+  onServerChange(listener: () => void): () => void {
+    this.serverListeners.add(listener);
+    return () => this.serverListeners.delete(listener);
   }
 
   /** Where Redis is, without credentials: for messages and the status. */
@@ -144,14 +179,21 @@ export class FleetConnection {
     } catch (err) {
       if (this.closed) throw this.closedError();
       const error = this.toError(err, what);
-      if (error.code === 'NETWORK' || error.code === 'TIMEOUT') this.markDown(error.message);
+      // A write a primary being replaced acknowledged is not an outage: Redis answers, the retry goes to the new primary.
+      if ((error.code === 'NETWORK' || error.code === 'TIMEOUT') && error.causeCode !== 'UNCONFIRMED') this.markDown(error.message);
       throw error;
     }
   }
 
-  /** Runs a script by its SHA1; sends its text once when Redis answers NOSCRIPT. */
+  /**
+   * Runs a script by its SHA1; sends its text once when Redis answers
+   * NOSCRIPT. A durable script on Sentinel counts only once confirmed
+   * (confirmed()); otherwise it fails as NETWORK, and the caller's retry
+   * (same claim, same commit id) reaches the new primary.
+   */
   eval(call: ScriptCall): Promise<unknown> {
     const { script, keys, args } = call;
+    if (script.durable && this.sentinels) return this.run(script.name, (redis) => this.durable(redis, call));
     return this.run(script.name, async (redis) => {
       try {
         return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
@@ -172,10 +214,48 @@ export class FleetConnection {
     return redisError(err, what, { prefix: this.prefix(), tls: this.target.tls, redact: (t) => this.redact(t) });
   }
 
+  /** The script and WAIT in one round trip; then, unless every healthy replica acknowledged it, the sentinels decide. */
+  private async durable(redis: Redis, call: ScriptCall): Promise<unknown> {
+    const { script, keys, args } = call;
+    const found = this.found;
+    const waitFor = found?.replicas ?? 0;
+    const send = async (full: boolean): Promise<[unknown, number]> => {
+      const p = redis.pipeline();
+      if (full) p.eval(script.lua, keys.length, ...keys, ...args);
+      else p.evalsha(script.sha, keys.length, ...keys, ...args);
+      if (waitFor > 0) p.wait(waitFor, WAIT_REPLICAS_MS);
+      const [[err, value], acks] = (await p.exec()) ?? [[new Error('Connection is closed.'), null]];
+      if (err) throw err;
+      return [value, acks && !acks[0] ? Number(acks[1]) : 0];
+    };
+    let answer: [unknown, number];
+    try {
+      answer = await send(false);
+    } catch (err) {
+      if (!/NOSCRIPT/.test((err as Error)?.message ?? '')) throw err;
+      answer = await send(true);
+    }
+    if (!found || (waitFor > 0 && answer[1] >= waitFor)) return answer[0];
+    return this.confirmed(found, answer[0], script.name);
+  }
+
+  /** Fewer replicas than the healthy ones acknowledged: the write stands only while the sentinels keep this primary, with no failover under way. */
+  private async confirmed(found: PrimaryFound, value: unknown, what: string): Promise<unknown> {
+    const check = await (this.sentinels as Sentinels).stillPrimary(found.primary);
+    if (this.found === found) found.replicas = check.replicas;
+    if (check.ok) return value;
+    this.unconfirmedWrites++;
+    if (trace.enabled) trace('%d %s: %s acknowledged by %s:%d and not taken as done (%s)', Date.now(), this.target.where, what, found.primary.host, found.primary.port, check.why);
+    // To the primary the sentinels name now: the caller's retry goes there.
+    if (this.found === found) this.dropLiveConnection();
+    throw new ChargingError('NETWORK', `${this.prefix()}: ${what}: acknowledged by ${found.primary.host}:${found.primary.port}, which is being replaced (${check.why}); not taken as done`, { cause: 'UNCONFIRMED', retryable: true });
+  }
+
   /** Stops reconnecting, drops the connection; nothing is sent after this resolves. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.sentinels?.close();
     this.healthState.clear();
     // disconnect(), not quit(): quit() would queue behind commands waiting for a frozen Redis.
     this.redis.disconnect(false);
@@ -183,13 +263,19 @@ export class FleetConnection {
 
   private redisOptions(options: FleetConnectionOptions): RedisOptions {
     const t = this.target;
+    const where =
+      t.kind === 'server'
+        ? { host: t.host, port: t.port, tls: t.tls ? { servername: isIp(t.host) ? undefined : t.host, ...(options.tls ?? {}) } : undefined }
+        : {
+            // The primary the sentinels agree on, at every connection (sentinel.ts); `tls` here only says the stream is TLS.
+            Connector: primaryConnector(this.sentinels as Sentinels, options.tls, (found) => (this.found = found)),
+            tls: t.tls ? (options.tls ?? {}) : undefined,
+          };
     return {
-      host: t.host,
-      port: t.port,
+      ...where,
       db: t.db,
       username: t.username,
       password: t.password,
-      tls: t.tls ? { servername: isIp(t.host) ? undefined : t.host, ...(options.tls ?? {}) } : undefined,
       connectionName: options.name,
       lazyConnect: true,
       connectTimeout: this.connectTimeoutMs,
@@ -216,6 +302,9 @@ export class FleetConnection {
       this.everUp = true;
       this.lastError = null;
       this.markUp();
+      // A failover moves the connection at once; the READONLY of a demoted primary and WAIT catch the rest.
+      this.sentinels?.watch(() => this.moveToNewPrimary());
+      void this.identify();
     });
     // ioredis emits 'error' for connection failures: an EventEmitter without a listener would throw.
     this.redis.on('error', (err: unknown) => {
@@ -227,6 +316,51 @@ export class FleetConnection {
       if (this.closed) return;
       this.markDown(this.lastError?.message ?? `${this.prefix()}: the connection was lost`);
     });
+    // ioredis ends a client whose connection attempt failed outright (its connector gave up): it is never left so.
+    this.redis.on('end', () => {
+      if (this.closed || !this.everUp) return;
+      setTimeout(() => {
+        if (!this.closed && this.redis.status === 'end') this.redis.connect().catch(() => undefined);
+      }, MAX_RECONNECT_PAUSE_MS).unref?.();
+    });
+  }
+
+  /** +switch-master: connected, drop the connection (the next one asks the sentinels); waiting to reconnect, reconnect now. */
+  private moveToNewPrimary(): void {
+    if (this.closed) return;
+    if (this.redis.status === 'reconnecting') this.redis.connect().catch(() => undefined);
+    else this.dropLiveConnection();
+  }
+
+  /**
+   * Drops a connection that has its stream (the next one asks the sentinels
+   * again). Not while one is being made: the connector is asking the
+   * sentinels already, and ending it then would end the client for good.
+   */
+  private dropLiveConnection(): void {
+    if (!this.closed && (this.redis.status === 'ready' || this.redis.status === 'connect')) this.redis.disconnect(true);
+  }
+
+  /** Which server answers (its run id): another than before is told to the listeners. */
+  private async identify(): Promise<void> {
+    let id: string | undefined;
+    try {
+      id = /run_id:([0-9a-f]+)/.exec(await this.redis.info('server'))?.[1];
+    } catch {
+      return; // asked again at the next connection
+    }
+    if (!id || this.closed) return;
+    const before = this.serverId;
+    this.serverId = id;
+    if (before === null || before === id) return;
+    if (trace.enabled) trace('%d %s: another server answers (run id %s, was %s)', Date.now(), this.target.where, id.slice(0, 8), before.slice(0, 8));
+    for (const l of [...this.serverListeners]) {
+      try {
+        l();
+      } catch {
+        // a listener's failure is its own
+      }
+    }
   }
 
   private markUp(): void {

@@ -39,7 +39,7 @@ export function redisError(err: unknown, what: string, ctx: ErrorContext): Charg
   if (/enableOfflineQueue|Connection is closed|MaxRetriesPerRequest|Stream isn't writeable|Command aborted/i.test(raw)) {
     return new ChargingError('NETWORK', `${at}: not connected to Redis`, { cause: 'NOT_CONNECTED', retryable: true });
   }
-  if (/LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN/.test(raw)) {
+  if (/LOADING|BUSY|MASTERDOWN|READONLY|TRYAGAIN|CLUSTERDOWN|NOREPLICAS/.test(raw)) {
     return new ChargingError('NETWORK', `${at}: Redis cannot serve us now (${raw.split(' ')[0]})`, { cause: raw.split(' ')[0], retryable: true });
   }
   return new ChargingError('INTERNAL', `${at}: ${raw.slice(0, 300)}`);

@@ -16,6 +16,12 @@ export interface ScriptSpec<K extends string, A extends string> {
   args: readonly A[];
   /** may read Redis's clock: defines `redisTime()` (clock.ts) */
   clock?: boolean;
+  /**
+   * a write the fleet must not lose to a failover (a claim, a commit, a list
+   * change): on Sentinel it counts only once replicated or confirmed by the
+   * sentinels (connection.ts)
+   */
+  durable?: boolean;
   lua: string;
 }
 
@@ -32,8 +38,10 @@ export class Script<K extends string, A extends string> {
   readonly name: string;
   readonly lua: string;
   readonly sha: string;
+  readonly durable: boolean;
 
   constructor(private readonly spec: ScriptSpec<K, A>) {
+    this.durable = spec.durable === true;
     for (const n of [...spec.keys, ...spec.args]) if (!NAME.test(n)) throw new Error(`script ${spec.name}: ${n} is not a name Lua can read`);
     const bind = (table: string, from: string, names: readonly string[]) => `local ${table} = { ${names.map((n, i) => `${n} = ${from}[${i + 1}]`).join(', ')} }`;
     this.name = spec.name;

@@ -1,44 +1,147 @@
 /**
- * Where Redis is, from the *Coordinate replicas* URL: redis://[user:password@]host[:port][/db]
- * or rediss://… (TLS). A URL that is not one is a CONFIG error whose text holds
- * no password: the URL itself is never repeated.
+ * Where Redis is, from the *Coordinate replicas* URL (docs/replicas.md):
+ *
+ * - one server: redis://[user:password@]host[:port][/db], rediss://… (TLS);
+ * - Redis Sentinel: redis-sentinel://[user:password@]host1:26379,host2:26379,host3:26379/<primary name>[?db=N]
+ *   (rediss-sentinel://…: TLS to the sentinels and the data nodes). The
+ *   password before the hosts is the data nodes'; the sentinels' own, when
+ *   they have one, is `sentinelPassword=` (and `sentinelUsername=`) in the query.
+ *
+ * A URL that is not one is a CONFIG error whose text holds no password: the
+ * URL itself is never repeated, only fixed words and the parts a person can
+ * check (scheme, hosts, the primary's name).
  */
 import { ChargingError } from '../../errors';
 
-export interface RedisTarget {
+export interface Endpoint {
   host: string;
   port: number;
+}
+
+interface Common {
   db: number;
   tls: boolean;
   username?: string;
   password?: string;
-  /** scheme, host, port and db: no credentials, safe for any message */
+  /** scheme, hosts, ports, db (and the primary's name): no credentials, safe for any message */
   where: string;
 }
 
-/** Reads a redis:// or rediss:// URL; a CONFIG error (with no password in it) when it is not one. */
+export interface ServerTarget extends Common, Endpoint {
+  kind: 'server';
+}
+
+export interface SentinelTarget extends Common {
+  kind: 'sentinel';
+  sentinels: Endpoint[];
+  /** the primary's name the sentinels monitor */
+  name: string;
+  sentinelUsername?: string;
+  sentinelPassword?: string;
+}
+
+export type RedisTarget = ServerTarget | SentinelTarget;
+
+export const SENTINEL_PORT = 26379;
+/** at most this many sentinels in one URL (three or five is the usual deployment) */
+const MAX_SENTINELS = 9;
+/** a Sentinel primary name as the sentinel.conf's `sentinel monitor <name>` takes one, within reason */
+const PRIMARY_NAME = /^[A-Za-z0-9._:-]{1,64}$/;
+const SENTINEL_QUERY = new Set(['db', 'sentinelPassword', 'sentinelUsername']);
+
+const FORMS = 'write redis://host:6379, rediss://host:6380, or redis-sentinel://host1:26379,host2:26379,host3:26379/<primary name> (with :password@ before the host(s) when Redis needs one)';
+
+function configError(text: string): ChargingError {
+  return new ChargingError('CONFIG', `Coordinate replicas: ${text}`, { field: 'coordination' });
+}
+
+/** Reads a *Coordinate replicas* URL; a CONFIG error (with no password in it) when it is not one. */
 export function parseRedisUrl(url: string): RedisTarget {
   const text = typeof url === 'string' ? url.trim() : '';
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase();
+  if (scheme === 'redis-sentinel' || scheme === 'rediss-sentinel') return parseSentinelUrl(text, scheme === 'rediss-sentinel');
   let parsed: URL;
   try {
     parsed = new URL(text);
   } catch {
-    throw new ChargingError('CONFIG', 'Coordinate replicas: the Redis URL is not a URL; write redis://host:6379 or rediss://host:6380 (with :password@ before the host when Redis needs one)', { field: 'coordination' });
+    throw configError(`the Redis URL is not a URL; ${FORMS}`);
   }
   const tls = parsed.protocol === 'rediss:';
-  if (!tls && parsed.protocol !== 'redis:') {
-    throw new ChargingError('CONFIG', `Coordinate replicas: the Redis URL must start with redis:// or rediss://, not ${parsed.protocol}//`, { field: 'coordination' });
-  }
-  if (!parsed.hostname) throw new ChargingError('CONFIG', 'Coordinate replicas: the Redis URL has no host', { field: 'coordination' });
-  const dbText = parsed.pathname.replace(/^\//, '');
-  const db = dbText === '' ? 0 : Number(dbText);
-  if (!Number.isInteger(db) || db < 0) throw new ChargingError('CONFIG', 'Coordinate replicas: the database in the Redis URL must be a number (redis://host:6379/0)', { field: 'coordination' });
+  if (!tls && parsed.protocol !== 'redis:') throw configError(`the Redis URL must start with redis://, rediss://, redis-sentinel:// or rediss-sentinel://, not ${parsed.protocol}//`);
+  if (!parsed.hostname) throw configError('the Redis URL has no host');
+  const db = dbOf(parsed.pathname.replace(/^\//, ''));
   const port = parsed.port ? Number(parsed.port) : 6379;
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
-  const target: RedisTarget = { host, port, db, tls, where: `${parsed.protocol}//${parsed.host}${db ? `/${db}` : ''}` };
+  const target: ServerTarget = { kind: 'server', host, port, db, tls, where: `${parsed.protocol}//${parsed.host}${db ? `/${db}` : ''}` };
   if (parsed.username) target.username = decodeURIComponent(parsed.username);
   if (parsed.password) target.password = decodeURIComponent(parsed.password);
   return target;
+}
+
+/**
+ * redis-sentinel://[user:password@]h1[:p1],h2[:p2],…/<name>[?db=N&sentinelPassword=…]: several hosts
+ * are not a WHATWG URL, so the parts are cut by hand, each by a linear scan.
+ */
+function parseSentinelUrl(text: string, tls: boolean): SentinelTarget {
+  const scheme = tls ? 'rediss-sentinel' : 'redis-sentinel';
+  const rest = text.slice(scheme.length + 3);
+  const hashAt = rest.indexOf('#');
+  const noHash = hashAt < 0 ? rest : rest.slice(0, hashAt);
+  const queryAt = noHash.indexOf('?');
+  const beforeQuery = queryAt < 0 ? noHash : noHash.slice(0, queryAt);
+  const slash = beforeQuery.indexOf('/');
+  const authority = slash < 0 ? beforeQuery : beforeQuery.slice(0, slash);
+  const path = slash < 0 ? '' : beforeQuery.slice(slash + 1);
+  const at = authority.lastIndexOf('@');
+  const userinfo = at < 0 ? '' : authority.slice(0, at);
+  const sentinels = endpointsOf(at < 0 ? authority : authority.slice(at + 1));
+  const name = decoded(path.replace(/\/$/, ''), 'the primary name');
+  if (!PRIMARY_NAME.test(name)) throw configError(`the Sentinel URL must name the primary after the hosts (${scheme}://host1:26379,host2:26379,host3:26379/mymaster): letters, digits, . _ : - (up to 64)`);
+  const query = new URLSearchParams(queryAt < 0 ? '' : noHash.slice(queryAt + 1));
+  for (const k of query.keys()) if (!SENTINEL_QUERY.has(k)) throw configError(`the Sentinel URL takes db, sentinelPassword and sentinelUsername in its query, not ${k.slice(0, 40).replace(/[^\w-]/g, '?')}`);
+  const db = dbOf(query.get('db') ?? '');
+  const hosts = sentinels.map((s) => `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`).join(',');
+  const target: SentinelTarget = { kind: 'sentinel', sentinels, name, db, tls, where: `${scheme}://${hosts}/${name}${db ? `?db=${db}` : ''}` };
+  const colon = userinfo.indexOf(':');
+  const user = colon < 0 ? userinfo : userinfo.slice(0, colon);
+  if (user) target.username = decoded(user, 'the user name');
+  if (colon >= 0 && colon < userinfo.length - 1) target.password = decoded(userinfo.slice(colon + 1), 'the password');
+  const sp = query.get('sentinelPassword');
+  const su = query.get('sentinelUsername');
+  if (sp) target.sentinelPassword = sp;
+  if (su) target.sentinelUsername = su;
+  return target;
+}
+
+/** "h1:26379,h2,[::1]:26380" → endpoints (port 26379 when none is given). */
+function endpointsOf(list: string): Endpoint[] {
+  if (list === '') throw configError('the Sentinel URL has no sentinel host: redis-sentinel://host1:26379,host2:26379,host3:26379/mymaster');
+  const parts = list.split(',');
+  if (parts.length > MAX_SENTINELS) throw configError(`the Sentinel URL lists ${parts.length} sentinels; at most ${MAX_SENTINELS}`);
+  const seen = new Set<string>();
+  return parts.map((part) => {
+    const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::(\d{1,5}))?$/.exec(part.trim());
+    const port = m?.[3] === undefined ? SENTINEL_PORT : Number(m[3]);
+    if (!m || port < 1 || port > 65535) throw configError('each sentinel in the Sentinel URL must be host or host:port, separated by commas (redis-sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster)');
+    const host = (m[1] ?? m[2]).toLowerCase();
+    if (seen.has(`${host}:${port}`)) throw configError(`the Sentinel URL lists ${host}:${port} twice`);
+    seen.add(`${host}:${port}`);
+    return { host, port };
+  });
+}
+
+function dbOf(text: string): number {
+  const db = text === '' ? 0 : Number(text);
+  if (!/^\d{0,5}$/.test(text) || !Number.isInteger(db) || db < 0) throw configError('the database in the Redis URL must be a number (redis://host:6379/0, or ?db=0 after a Sentinel URL)');
+  return db;
+}
+
+function decoded(text: string, what: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    throw configError(`${what} in the Redis URL is not properly %-encoded`);
+  }
 }
 
 export function isIp(host: string): boolean {
