@@ -12,7 +12,8 @@
  * exits 1 when any seed broke a promise (test/fleet-process-invariants.ts), on
  * a crash of this process, or when the run outlives its bound.
  */
-import { runProcessChaos, type Topology } from '../test/fleet-process-chaos';
+import { runProcessChaos } from '../test/fleet-process-chaos';
+import type { Topology } from '../test/fleet-process-faults';
 import { REDIS_SERVER } from '../test/redis-server';
 import { guardSoak, type FleetSoakArgs } from './soak-fleet';
 

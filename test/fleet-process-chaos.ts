@@ -40,23 +40,17 @@ import type { ChargingServiceSimulator } from '../simulator/simulator';
 import { seeded } from './fleet-chaos';
 import { checkDepot, DEPOT_TARGETS, depotFlow, injectWish, settleDepot, type Wish } from './fleet-process-depot';
 import { checkInvariants, type CommandInjected, type Outage, type WatchSession } from './fleet-process-invariants';
-import { FAST_FLEET, recorder, REPLICA_HEADER, Replicas, STAND_DOWN_CONFIRM_MS } from './fleet-replicas';
+import { BUDGET_PER_SEC, failMs, faultMs, INTERVAL_MS, N, planFaults, TIMEOUT_S, type Fault, type FaultKind, type Topology } from './fleet-process-faults';
+import { FAST_FLEET, recorder, REPLICA_HEADER, Replicas } from './fleet-replicas';
 import { CLIENT_ID, CLIENT_SECRET, clientFor, delay, startSimulator, type FlowNode } from './harness';
 import { pauseWrites, RedisNemesis } from './redis-nemesis';
 import { RedisServer } from './redis-server';
-import { RedisSentinel } from './redis-sentinel';
+import type { RedisSentinel } from './redis-sentinel';
+import { Deployment, REDIS_PASSWORD, routeThrough, SENTINEL_PASSWORD } from './fleet-process-redis';
 import { TestProxy } from './proxy-server';
 
-export const REDIS_PASSWORD = 'Nemesis-Redis-Pa55word';
-const SENTINEL_PASSWORD = 'Nemesis-Sentinel-Pa55word';
-const N = 3;
-/** the watch node's interval and the fleet's request budget: the watch alone asks more than the budget allows */
-export const INTERVAL_MS = 1000;
-export const BUDGET_PER_SEC = 8;
 const WATCHED = 10;
 const COMMAND_TOKENS = 4;
-/** the interval the watched tokens are polled at: 10 tokens at 1 s ask 10/s of a budget of 8 with 80 % for polls (the node says so) */
-const POLL_MS = 1560;
 /**
  * A session the driver starts lasts at least this long, longer than any time
  * a token may go unpolled: a replica whose egress says nothing stands down
@@ -68,40 +62,6 @@ const REST_MS = 4000;
 /** an injected command's token rests this long before the next command on it */
 const COMMAND_REST_MS = 4000;
 
-export type FaultKind = 'lost-reply' | 'blackhole' | 'reset' | 'pause' | 'redis-restart' | 'sigstop' | 'kill' | 'failover' | 'primary-kill' | 'egress-503' | 'egress-reset' | 'egress-silent' | 'service-down';
-/** what both deployments have */
-const COMMON_KINDS: FaultKind[] = ['pause', 'sigstop', 'kill', 'egress-503', 'egress-reset', 'egress-silent', 'service-down'];
-export const FAULT_KINDS: Record<Topology, FaultKind[]> = {
-  single: ['lost-reply', 'blackhole', 'reset', 'redis-restart', ...COMMON_KINDS],
-  sentinel: ['failover', 'primary-kill', ...COMMON_KINDS],
-};
-export type Topology = 'single' | 'sentinel';
-
-/** the configuration's request timeout, s: a silent egress costs this per attempt */
-export const TIMEOUT_S = 3;
-/**
- * How long a replica whose egress fails takes to miss 3 queries in a row
- * (each after its 4 attempts: a timeout each when nothing answers, and the
- * pauses between them, 1.75 s; the third begun within an interval of the
- * first), and for a peer's answer since then to reach Redis with its
- * heartbeat, be seen for the confirmation, and this replica's review to
- * leave the scopes (3 cycles): after that it has stood down (service-reach.ts).
- */
-export function missMs(kind: FaultKind): number {
-  return failMs(kind) + POLL_MS + STAND_DOWN_CONFIRM_MS + 3 * FAST_FLEET.cycleMs;
-}
-
-/**
- * How long one failed query takes: its 4 attempts (a timeout each when
- * nothing answers), the pauses between them (1.75 s), and each attempt's
- * wait for its place in the fleet's request budget, always in use here: the
- * replica's share of the polls' 80 % (seed 12 stood down 6 s past a bound
- * that left the budget out).
- */
-export function failMs(kind: FaultKind): number {
-  const place = (1000 * N) / (0.8 * BUDGET_PER_SEC);
-  return (kind === 'egress-silent' ? 4 * TIMEOUT_S * 1000 : 0) + 1750 + 4 * place;
-}
 
 export interface ProcessChaosOptions {
   seed: number;
@@ -145,96 +105,6 @@ function flowFor(sim: ChargingServiceSimulator): FlowNode[] {
   ];
 }
 
-interface Fault {
-  kind: FaultKind;
-  replica: number;
-  ms: number;
-  /** pause before the next fault */
-  restMs: number;
-}
-
-/** The seed's faults: every kind of the deployment once in a seeded order, then more at random until `seconds` are filled. */
-export function planFaults(seed: number, seconds: number, topology: Topology = 'single', only?: FaultKind[]): Fault[] {
-  const rnd = seeded(seed * 7919 + 1);
-  const all = FAULT_KINDS[topology].filter((k) => !only || only.includes(k));
-  const kinds = [...all];
-  for (let i = kinds.length - 1; i > 0; i--) {
-    const j = Math.floor(rnd() * (i + 1));
-    [kinds[i], kinds[j]] = [kinds[j], kinds[i]];
-  }
-  const faults: Fault[] = [];
-  let total = 0;
-  for (let k = 0; k < kinds.length || total < seconds * 1000; k++) {
-    const kind = k < kinds.length ? kinds[k] : all[Math.floor(rnd() * all.length)];
-    const f = { kind, replica: Math.floor(rnd() * N), ms: Math.round(faultMs(kind, rnd)), restMs: Math.round(800 + rnd() * 1200) };
-    faults.push(f);
-    total += f.ms + f.restMs + (kind === 'kill' ? 3000 : 0);
-  }
-  return faults;
-}
-
-/** How long a fault lasts: an egress fault long enough for its replica to stand down (missMs) and be seen doing so. */
-function faultMs(kind: FaultKind, rnd: () => number): number {
-  switch (kind) {
-    case 'lost-reply':
-      return 200 + rnd() * 800;
-    case 'blackhole':
-      return 500 + rnd() * 3000;
-    case 'pause':
-      return 2500;
-    case 'sigstop':
-      return FAST_FLEET.leaseMs + 200 + rnd() * 2000;
-    case 'egress-503':
-    case 'egress-reset':
-      // Longer than the polling bound with the slowest stand-down in it (3 failed queries in turn, fleet-process-invariants.ts):
-      // a replica that did not stand down leaves a token unpolled past it.
-      return 3 * missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
-    case 'egress-silent':
-      // Long enough for a replica polling 3 tokens to stand down (one round of failed queries); the slowest would take 46 s.
-      return missMs(kind) + FAST_FLEET.leaseMs + 2 * FAST_FLEET.cycleMs + 2 * POLL_MS + 1000 + 1000 + rnd() * 2000;
-    case 'service-down':
-      return 2000 + rnd() * 2000;
-    default:
-      return 0;
-  }
-}
-
-/** Replica i reaches Redis through its own proxy: its configuration's coordination URL says so. */
-function routeThrough(replicas: Replicas, i: number, url: string): void {
-  const file = path.join(replicas.procs[i].dataDir, 'flows_cred.json');
-  const creds = JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, Record<string, unknown>>;
-  for (const id of ['svc', 'svcD']) creds[id] = { ...creds[id], coordination: url };
-  fs.writeFileSync(file, JSON.stringify(creds));
-}
-
-/** The Redis of a run: one server, or a Sentinel deployment. */
-class Deployment {
-  private constructor(
-    readonly single: RedisServer | null,
-    readonly sentinel: RedisSentinel | null,
-  ) {}
-
-  static async start(topology: Topology): Promise<Deployment> {
-    if (topology === 'single') return new Deployment(await RedisServer.start({ password: REDIS_PASSWORD, persist: false }), null);
-    // A primary judged down after 4 s: longer than the write pause (2.5 s), which would otherwise fail it over by itself.
-    return new Deployment(null, await RedisSentinel.start({ password: REDIS_PASSWORD, sentinelPassword: SENTINEL_PASSWORD, downAfterMs: 4000 }));
-  }
-
-  /** What the replicas' configurations name (through replica i's nemesis proxy, on one server). */
-  urlFor(nemesis: RedisNemesis | undefined): string {
-    if (this.sentinel) return this.sentinel.url();
-    return (nemesis as RedisNemesis).urlFor((this.single as RedisServer).url);
-  }
-
-  /** The primary itself, for CLIENT PAUSE (as the sentinels last named it to the harness). */
-  get primaryUrl(): string {
-    return this.sentinel ? this.sentinel.primaryUrl : (this.single as RedisServer).url;
-  }
-
-  close(): Promise<void> {
-    return this.single ? this.single.close() : (this.sentinel as RedisSentinel).close();
-  }
-}
 
 class Run {
   readonly schedule: string[] = [];
