@@ -87,6 +87,8 @@ export class Fleet {
   private readonly failures: FailureReporter;
   /** the last heartbeat's round trip to Redis, ms (monotonic); null until one succeeds, and after one fails (metrics) */
   private heartbeatMs: number | null = null;
+  /** Redis's time in the last heartbeat's answer, and this replica's monotonic ms when the answer came */
+  private redisClock: { redisMs: number; answeredAt: number } | null = null;
 
   constructor(private readonly options: FleetOptions) {
     this.keys = new FleetKeys(options.fleetKey);
@@ -114,7 +116,7 @@ export class Fleet {
     });
     this.tokens = new SharedTokenStore(ctx, options.token);
     // A live claimer is back among the members within a lease, and after Redis lost its data within a reconnection and two cycles.
-    this.claims = new RedisClaims({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands }, options.claims);
+    this.claims = new RedisClaims({ ...ctx, takeOverAfterMs: Math.max(this.leaseMs, MAX_RECONNECT_PAUSE_MS + 2 * this.cycleMs), defer: () => this.reach.deferCommands, redisTimeAt: (t) => this.redisTimeAt(t) }, options.claims);
     this.leases = { lapses: true, open: (scope, opts) => this.scope(scope, opts) };
     // Another server (a failover, a restart) may lack the last writes: every scope puts back the states it knows.
     this.connection.onServerChange(() => {
@@ -176,6 +178,15 @@ export class Fleet {
   /** The last heartbeat's round trip to Redis in ms, or null while none succeeded since the last failure (metrics). */
   get roundTripMs(): number | null {
     return this.heartbeatMs;
+  }
+
+  /**
+   * Redis's time at least, at this replica's monotonic ms `t`: the heartbeat's
+   * answer was read on Redis's clock before it came back here. After a
+   * failover the next heartbeat reads the new primary's clock.
+   */
+  private redisTimeAt(t: number): number | null {
+    return this.redisClock === null ? null : this.redisClock.redisMs + (t - this.redisClock.answeredAt);
   }
 
   /** Runs a cycle soon (a change of a list), rather than at the next period. */
@@ -283,6 +294,7 @@ export class Fleet {
     const beat = await this.membership.beat({ host: os.hostname(), pid: process.pid, startedAt: this.startedAt, owned, reach: this.reach.published() });
     if (this.closing) return;
     this.live = beat.live;
+    this.redisClock = { redisMs: beat.redisMs, answeredAt: monotonicNow() };
     this.reach.review(this.replicaId, beat.live, { redisMs: beat.redisMs, sentAt });
   }
 }

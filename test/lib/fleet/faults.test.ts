@@ -83,6 +83,21 @@ describe('fleet: lost replies and write pauses (real Redis through a nemesis, si
     assert.equal(sim.counters.startArrivals, 1);
   });
 
+  it('a claim sent before a write pause and run by Redis after it, past the duplicate window: still the outcome it raced with', async () => {
+    // The claim's script carries how long ago its first try was; held by the pause, it ran later than that says.
+    const cmd = startCommand({ locationId: 'LOC-1', evseId: '4', token: 'RFID-HELD' });
+    const a = suite.replica({ claims: { windowMs: 200 } });
+    const b = suite.replica({ claims: { windowMs: 200 } });
+    await Promise.all([a.connection.open(), b.connection.open()]);
+    await sleep(300); // a heartbeat each: Redis's clock seen
+    assert.equal((await runCommand(a, cmd, () => client().sendCommand(cmd), 5_000)).role, 'sent');
+    // Three windows; longer than the command timeout (400 ms), shorter than the socket's (800 ms): the script waits in Redis.
+    await pauseWrites(suite.redis.url, 700);
+    const res = await runCommand(b, cmd, () => client().sendCommand(cmd), 5_000);
+    assert.equal(res.role, 'duplicate', JSON.stringify(res));
+    assert.equal(sim.counters.startArrivals, 1, 'one START at the service');
+  });
+
   /** One replica watching one token through the nemesis, its events recorded. */
   async function watching(token: string, wrap?: (commit: (t: string, s: SavedState | null) => Promise<boolean>, w: () => SessionWatcher) => (t: string, s: SavedState | null) => Promise<boolean>) {
     const fleet = viaNemesis();

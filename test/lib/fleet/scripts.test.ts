@@ -259,10 +259,11 @@ describe('fleet: each Lua script, branch by branch (real redis-server)', functio
   });
 
   describe('claims', () => {
-    const claimArgs = (claimant: string, o: { sinceFirstMs?: number; windowMs?: number; takeOver?: boolean; minAgeMs?: number; claimMs?: number } = {}) => ({
+    const claimArgs = (claimant: string, o: { sinceFirstMs?: number; firstAtLeastMs?: number; windowMs?: number; takeOver?: boolean; minAgeMs?: number; claimMs?: number } = {}) => ({
       claimant,
       claimMs: o.claimMs ?? 10_000,
       sinceFirstMs: o.sinceFirstMs ?? 0,
+      firstAtLeastMs: o.firstAtLeastMs ?? '',
       windowMs: o.windowMs ?? 2_000,
       takeOver: o.takeOver ? '1' : '0',
       minAgeMs: o.minAgeMs ?? 0,
@@ -298,6 +299,18 @@ describe('fleet: each Lua script, branch by branch (real redis-server)', functio
       assert.deepEqual(await claim(key, 'x2:b', { windowMs: 2_000 }), [held, 1]);
       assert.deepEqual(await claim(key, 'x2:b', { windowMs: 2_000, sinceFirstMs: 1_000 }), [held, 1], 'first tried within the window: still the same work');
       assert.equal(await claim(key, 'x2:b', { windowMs: 0 }), 'OK', 'past the window: new work');
+    });
+
+    it('CLAIM: a script that ran late (held in Redis by a write pause) places the first try by the caller\'s reading of Redis\'s clock, the earlier of the two', async () => {
+      const key = keys.claim('c5');
+      await claim(key, 'x1:a');
+      await conn.eval(PUBLISH.call({ claim: key }, { claimant: 'x1:a', outcome: '{"ok":true,"result":1}', keepMs: 10_000 }));
+      const held = String(await admin.get(key));
+      const publishedAt = Number(/\n(\d+) /.exec(held)?.[1]);
+      await new Promise((r) => setTimeout(r, 150));
+      // Sent with 0 ms since the first try, run 150 ms after the outcome: past a window of 100 ms by what sinceFirstMs says.
+      assert.deepEqual(await claim(key, 'x2:b', { windowMs: 100, firstAtLeastMs: publishedAt + 50 }), [held, 1], 'first tried 50 ms after the outcome on Redis\'s clock: the same work');
+      assert.deepEqual(await claim(key, 'x2:b', { windowMs: 100, firstAtLeastMs: (await redisMs()) + 60_000 }), 'OK', 'a later reading never makes it the same work: new work');
     });
 
     it('PUBLISH: only under the caller\'s own claim', async () => {

@@ -17,15 +17,19 @@ import { Script } from '../redis/script';
  * when the claim is now the caller's, else {the value held (the caller's own
  * claimant in it: its earlier try landed), 1 when its claimer is among the
  * live replicas (or it holds an outcome), else 0}. An outcome published more
- * than `windowMs` before the caller's first try (a duration, on Redis's
- * clock: no skew) is finished work: claimed anew. A claimer held up by a
- * fault still sees the outcome of the work it raced with.
+ * than `windowMs` before the caller's first try is finished work: claimed
+ * anew. A claimer held up by a fault still sees the outcome of the work it
+ * raced with. The first try is placed on Redis's clock at the earliest of
+ * two: `sinceFirstMs` before the script runs (no skew, but late when the
+ * script waited in Redis: a write pause holds it after it was sent), and
+ * `firstAtLeastMs` when the caller has seen Redis's clock (its heartbeat's
+ * answer: Redis's time then, at least, plus the time since; '' when not).
  */
 export const CLAIM = new Script({
   name: 'claim',
   durable: true,
   keys: ['claim', 'replicas'],
-  args: ['claimant', 'claimMs', 'sinceFirstMs', 'windowMs', 'takeOver', 'minAgeMs'],
+  args: ['claimant', 'claimMs', 'sinceFirstMs', 'firstAtLeastMs', 'windowMs', 'takeOver', 'minAgeMs'],
   clock: true,
   lua: `
 local _, nowMs = redisTime()
@@ -33,7 +37,9 @@ local v = redis.call('GET', K.claim)
 if v then
   local at = tonumber(string.match(v, '\\n(%d+) '))
   if at then
-    if at + tonumber(A.windowMs) > nowMs - tonumber(A.sinceFirstMs) then return { v, 1 } end
+    local first = nowMs - tonumber(A.sinceFirstMs)
+    if A.firstAtLeastMs ~= '' then first = math.min(first, tonumber(A.firstAtLeastMs)) end
+    if at + tonumber(A.windowMs) > first then return { v, 1 } end
   else
     local holder = string.match(v, '^[^:\\n]*:([^\\n]*)')
     local lapses = holder and redis.call('ZSCORE', K.replicas, holder)

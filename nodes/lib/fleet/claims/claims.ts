@@ -81,6 +81,8 @@ export interface ClaimContext {
   takeOverAfterMs?: number;
   /** true while this replica gets no answers from the service where a peer does: its claims wait DEFER_MS first */
   defer?: () => boolean;
+  /** Redis's time at least, on its clock, at this replica's monotonic ms (from the last heartbeat's answer; null: none yet) */
+  redisTimeAt?: (monotonicMs: number) => number | null;
 }
 
 /** How long a replica that cannot reach the service lets a healthy peer claim a command first. */
@@ -156,7 +158,8 @@ export class RedisClaims implements Claims {
     let missingSince: number | null = null;
     const tryClaim = async (): Promise<Held | 'mine'> => {
       const takeOverNow = call.takeOver && missingSince !== null && this.now() - missingSince >= minAge ? '1' : '0';
-      const args = { claimant, claimMs: ttlMs, sinceFirstMs: Math.round(this.now() - start), windowMs, takeOver: takeOverNow, minAgeMs: minAge };
+      const firstAt = this.ctx.redisTimeAt?.(start) ?? null;
+      const args = { claimant, claimMs: ttlMs, sinceFirstMs: Math.round(this.now() - start), firstAtLeastMs: firstAt === null ? '' : Math.floor(firstAt), windowMs, takeOver: takeOverNow, minAgeMs: minAge };
       const got = await this.ctx.connection.eval(CLAIM.call({ claim: at, replicas: this.ctx.keys.replicas }, args));
       if (got === 'OK') return 'mine';
       const [value, alive] = got as [string, number];
