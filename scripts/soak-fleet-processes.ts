@@ -19,9 +19,9 @@ import { guardSoak, type FleetSoakArgs } from './soak-fleet';
 
 export async function soakFleetProcesses(args: FleetSoakArgs & { redis?: Topology }): Promise<void> {
   if (!REDIS_SERVER) throw new Error('--fleet --processes needs redis-server (apt-get install redis-server)');
-  // A schedule takes its seconds, the faults each kind adds (about 60 s: the egress faults last until their replica stands down, a
-  // failover waits for the demoted primary to be a replica again), the start of three Node-REDs and the settling.
-  const bound = args.seeds * (args.seconds + 150) + 60;
+  // A schedule takes its seconds, the faults each kind adds (about 130 s: the egress faults last until their replica stands down, a
+  // failover waits for the demoted primary to be a replica again), the start of three Node-REDs and the settling (the depot's up to 40 s).
+  const bound = args.seeds * (args.seconds + 240) + 60;
   const crashes = guardSoak(bound);
   let passed = 0;
   const totals: Record<string, number> = {};
