@@ -15,19 +15,8 @@ import { claimCommand } from '../test/lib/fleet/fleet-fixture';
 import { RedisServer } from '../test/redis-server';
 import { spawnReplica, type OwnedReport } from '../test/lib/fleet/replica-process';
 import type { ChildProcess } from 'node:child_process';
+import { median, timeEach } from './measure';
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-
-async function timeIt(n: number, op: () => Promise<unknown>): Promise<{ median: number; p90: number }> {
-  for (let i = 0; i < Math.min(200, n); i++) await op(); // warm-up: scripts loaded, JIT
-  const us: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await op();
-    us.push(Number(process.hrtime.bigint() - t) / 1000);
-  }
-  return { median: pct(us, 0.5), p90: pct(us, 0.9) };
-}
 
 async function operations(redis: RedisServer): Promise<void> {
   const fleet = new Fleet({ url: redis.url, fleetKey: 'bench-ops', cycleMs: 60_000 });
@@ -44,15 +33,15 @@ async function operations(redis: RedisServer): Promise<void> {
   await fleet.tokens.fetch(local, identity);
   let n = 0;
   const rows: Array<[string, { median: number; p90: number }]> = [
-    ['ping (the round trip itself)', await timeIt(2000, () => fleet.connection.run('ping', (r) => r.ping()))],
-    ['budget take (uncontended)', await timeIt(2000, () => budget.tryTake())],
-    ['lease renewal, 1 token', await timeIt(2000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 1 }, { keys: leaseKeys.slice(0, 1) })))],
-    ['lease renewal, 100 tokens in one script', await timeIt(1000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 100 }, { keys: leaseKeys })))],
-    ['state commit (compare-and-set)', await timeIt(2000, () => own.commit(tokens[0], { n: ++n }))],
-    ['shared token read (hit)', await timeIt(2000, () => fleet.tokens.fetch(local, identity))],
+    ['ping (the round trip itself)', await timeEach(2000, () => fleet.connection.run('ping', (r) => r.ping()))],
+    ['budget take (uncontended)', await timeEach(2000, () => budget.tryTake())],
+    ['lease renewal, 1 token', await timeEach(2000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 1 }, { keys: leaseKeys.slice(0, 1) })))],
+    ['lease renewal, 100 tokens in one script', await timeEach(1000, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 6000, wanted: 100 }, { keys: leaseKeys })))],
+    ['state commit (compare-and-set)', await timeEach(2000, () => own.commit(tokens[0], { n: ++n }))],
+    ['shared token read (hit)', await timeEach(2000, () => fleet.tokens.fetch(local, identity))],
     [
       'command claim + publish',
-      await timeIt(1000, async () => {
+      await timeEach(1000, async () => {
         const c = await claimCommand(fleet, { action: 'START', token: `T-${++n}`, locationId: 'L', evseId: '1' }, 0);
         if (c.role === 'sender') await c.publish({ ok: true, result: { statusCode: 201 } });
       }),
@@ -100,7 +89,7 @@ async function main(): Promise<void> {
     ]) {
       const ms: number[] = [];
       for (let i = 0; i < runs; i++) ms.push(await takeover(redis, cycleMs, leaseMs, i));
-      console.log(`takeover after kill -9, cycle ${cycleMs} ms, lease ${leaseMs} ms (bound ${leaseMs + 2 * cycleMs} ms): median ${pct(ms, 0.5).toFixed(0)} ms, range ${Math.min(...ms).toFixed(0)}-${Math.max(...ms).toFixed(0)} ms over ${runs}`);
+      console.log(`takeover after kill -9, cycle ${cycleMs} ms, lease ${leaseMs} ms (bound ${leaseMs + 2 * cycleMs} ms): median ${median(ms).toFixed(0)} ms, range ${Math.min(...ms).toFixed(0)}-${Math.max(...ms).toFixed(0)} ms over ${runs}`);
     }
   } finally {
     await redis.close();

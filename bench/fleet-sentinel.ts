@@ -16,19 +16,8 @@ import { LEASES } from '../nodes/lib/fleet/leases/lease-batch';
 import { claimCommand } from '../test/lib/fleet/fleet-fixture';
 import { RedisServer } from '../test/redis-server';
 import { RedisSentinel } from '../test/redis-sentinel';
+import { timeEach } from './measure';
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-
-async function timeIt(n: number, op: () => Promise<unknown>): Promise<{ median: number; p90: number }> {
-  for (let i = 0; i < Math.min(100, n); i++) await op();
-  const us: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const t = process.hrtime.bigint();
-    await op();
-    us.push(Number(process.hrtime.bigint() - t) / 1000);
-  }
-  return { median: pct(us, 0.5), p90: pct(us, 0.9) };
-}
 
 type Row = Record<string, { median: number; p90: number }>;
 
@@ -43,9 +32,9 @@ async function measure(url: string, label: string, n: number): Promise<Row> {
     const lease = [fleet.keys.scope('bench').lease('RFID-1')];
     let k = 0;
     return {
-      'lease renewal (not durable)': await timeIt(n, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 60_000, wanted: 1 }, { keys: lease }))),
-      'state commit': await timeIt(n, () => scope.commit('RFID-1', { n: ++k })),
-      'command claim + publish': await timeIt(Math.round(n / 2), async () => {
+      'lease renewal (not durable)': await timeEach(n, () => fleet.connection.eval(LEASES.call({}, { replica: fleet.replicaId, leaseMs: 60_000, wanted: 1 }, { keys: lease }))),
+      'state commit': await timeEach(n, () => scope.commit('RFID-1', { n: ++k })),
+      'command claim + publish': await timeEach(Math.round(n / 2), async () => {
         const c = await claimCommand(fleet, { action: 'START', token: `T-${label}-${++k}`, locationId: 'L', evseId: '1' }, 0);
         if (c.role === 'sender') await c.publish({ ok: true, result: { statusCode: 201 } });
       }),

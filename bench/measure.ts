@@ -21,6 +21,19 @@ export function median(xs: number[]): number {
 }
 export const spread = (xs: number[], d = 2) => `${median(xs).toFixed(d)} [${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}]`;
 
+/** Microseconds per call of `op`, one after another, after `warmUp` calls (scripts loaded, JIT): median and 90th percentile. */
+export async function timeEach(n: number, op: () => Promise<unknown>, warmUp = Math.min(200, n)): Promise<{ median: number; p90: number }> {
+  for (let i = 0; i < warmUp; i++) await op();
+  const us: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = process.hrtime.bigint();
+    await op();
+    us.push(Number(process.hrtime.bigint() - t) / 1000);
+  }
+  us.sort((a, b) => a - b);
+  return { median: pct(us, 50), p90: pct(us, 90) };
+}
+
 /** Keeps `conc` messages outstanding until `total` are answered. */
 export async function closedLoop(total: number, conc: number, one: Drive): Promise<Sample> {
   global.gc?.();
