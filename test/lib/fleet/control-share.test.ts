@@ -113,6 +113,27 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     assert.equal(notHolder.states.length, reportedBefore, 'nothing reported by the replica without the lease');
   });
 
+  it('a wish after Redis lost its data is carried out: the messages\' numbers never go back below those the holder applied', async () => {
+    const rs = [replica(), replica()];
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
+    for (const on of [true, false, true]) await Promise.all(rs.map((r) => r.link.want(TARGET, on, {})));
+    await until(() => rs.some((r) => r.states.at(-1)?.state === 'charging') && sim.session(TARGET.token) !== null, 'charging', 8_000);
+    const stopsBefore = posts('STOP');
+    const admin = suite.redis.admin();
+    try {
+      await admin.flushall(); // a Redis restarted without its data, or a failover to a replica that was behind
+    } finally {
+      admin.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 1_000)); // the holder puts its state back; the list is rebuilt
+    await Promise.all(rs.map((r) => r.link.want(TARGET, false, { force: true })));
+    await until(() => !sim.session(TARGET.token), 'the STOP after the data loss', 8_000).catch((e) => {
+      console.log(JSON.stringify(rs.map((r) => ({ states: r.states.slice(-3).map((x) => [x.state, x.wanted, x.reason]), errors: r.errors }))));
+      throw e;
+    });
+    assert.equal(posts('STOP'), stopsBefore + 1, 'one STOP for the off');
+  });
+
   it('a hand-over takes the memory along: the new holder keeps the guard after the STOP its predecessor sent, and sends nothing twice', async () => {
     const rs = [replica(), replica()];
     await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));

@@ -179,12 +179,20 @@ describe('fleet: the lease scope\'s Lua scripts, branch by branch (real redis-se
       assert.equal(await rs.admin.get(s.restores), '1', 'a restore that wrote nothing is not counted');
     });
 
-    it('POST: each message under the next number; the newest per item kept', async () => {
+    it('POST: each message under a number above the last, at least Redis\'s clock in µs; the newest per item kept; after Redis lost the inbox, still above every earlier one', async () => {
       const inbox = rs.keys.scope('s', 'node').inbox;
-      assert.equal(await rs.conn.eval(POST.call({ inbox }, { item: 'A', text: '{"wanted":true}' })), 1);
-      assert.equal(await rs.conn.eval(POST.call({ inbox }, { item: 'B', text: 'x' })), 2);
-      assert.equal(await rs.conn.eval(POST.call({ inbox }, { item: 'A', text: '{"wanted":false}' })), 3);
-      assert.deepEqual(await rs.admin.hgetall(inbox), { '#seq': '3', A: '3:{"wanted":false}', B: '2:x' });
+      const post = async (item: string, text: string) => Number(await rs.conn.eval(POST.call({ inbox }, { item, text })));
+      const before = (await rs.redisMs()) * 1000;
+      const a = await post('A', '{"wanted":true}');
+      const b = await post('B', 'x');
+      const c = await post('A', '{"wanted":false}');
+      assert.ok(a >= before && b > a && c > b, `${before} ${a} ${b} ${c}`);
+      assert.ok(Number.isSafeInteger(c), 'an exact integer');
+      assert.deepEqual(await rs.admin.hgetall(inbox), { '#seq': String(c), A: `${c}:{"wanted":false}`, B: `${b}:x` });
+      await rs.admin.hset(inbox, '#seq', String(c + 5_000_000_000)); // a counter ahead of the clock: numbers go on from it
+      assert.equal(await post('B', 'y'), c + 5_000_000_001);
+      await rs.admin.del(inbox); // Redis lost its data: a holder still remembers the last number it applied
+      assert.ok((await post('A', '{"wanted":true}')) > c, 'above the numbers given before the loss');
     });
   });
 

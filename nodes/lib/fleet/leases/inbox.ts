@@ -1,24 +1,30 @@
 /**
  * Messages for whoever holds an item (a charging-control wish reaching any
  * replica, for the one that holds the connector): a hash per scope, item ->
- * "<seq>:<text>", the newest message of each item, and "#seq", the counter
- * every post takes its number from, so that a holder tells a newer message
- * from one it applied already.
+ * "<seq>:<text>", the newest message of each item, and "#seq", the last
+ * number a post took, so that a holder tells a newer message from one it
+ * applied already. A holder keeps the number it applied with its state,
+ * which outlives a Redis that lost its data (it is put back); so the numbers
+ * never go back either: each is above the last one and at least Redis's
+ * clock in µs, which a restart does not turn back.
  */
 import type { Posted } from '../../coordination/leases';
 import type { FleetConnection } from '../redis/connection';
 import { Script } from '../redis/script';
 
-/** Keeps `text` as the item's newest message under the next sequence number; returns it. */
+/** Keeps `text` as the item's newest message under the next number (above the last, at least Redis's clock in µs); returns it. */
 export const POST = new Script({
   name: 'post',
   durable: true,
   keys: ['inbox'],
   args: ['item', 'text'],
+  clock: true,
   lua: `
-local seq = redis.call('HINCRBY', K.inbox, '#seq', 1)
-redis.call('HSET', K.inbox, A.item, seq .. ':' .. A.text)
-return seq`,
+local us = redisTime()
+local seq = math.max((tonumber(redis.call('HGET', K.inbox, '#seq')) or 0) + 1, us)
+local text = string.format('%.0f', seq)
+redis.call('HSET', K.inbox, '#seq', text, A.item, text .. ':' .. A.text)
+return text`,
 });
 
 export class Inbox {
