@@ -141,10 +141,12 @@ class SharedControlShare implements ControlShare {
   /** A wish from this replica's flow: posted for the holder (maybe this replica), which checks at once if it is here and reports by itself. */
   async want(target: ControlTarget, wanted: boolean, opts: WishOptions): Promise<ChargingError | undefined> {
     const key = targetKey(target);
-    await this.scope.add([key]);
     const wish: Omit<PostedWish, 'seq'> = { wanted, force: opts.force === true, restart: opts.restart === true, ...(opts.energyLimit !== undefined ? { energyLimit: opts.energyLimit } : {}) };
+    // Posted first, in the order the wishes came (a post tried again while Redis takes no writes keeps its place), then
+    // the target joins the list: its holder, new or not, reads the newest wish at its next check.
     const seq = await this.scope.post(key, JSON.stringify(wish));
-    if (this.book?.get(key) && this.scope.holds(key)) this.kick(key, seq);
+    await this.scope.add([key]);
+    if (seq !== null && this.book?.get(key) && this.scope.holds(key)) this.kick(key, seq);
     return undefined;
   }
 

@@ -85,8 +85,12 @@ export interface LeaseScope<S> {
   remove(items: Iterable<string>): Promise<void>;
   /** keeps an item's new state, exactly once, only while no other process holds it; never throws */
   commit(item: string, state: S | null): Promise<CommitResult>;
-  /** posts a message for the item's holder (this process or another); throws when it cannot be kept */
-  post(item: string, text: string): Promise<number>;
+  /**
+   * posts a message for the item's holder (this process or another): its
+   * number, or null when a newer post of the same item replaced it before it
+   * was kept; throws when it cannot be kept
+   */
+  post(item: string, text: string): Promise<number | null>;
   /** the newest message of each item (null: none); a failure reads as none */
   newest(items: string[]): Promise<Map<string, Posted | null>>;
   /** told at each change of whether the scope can reach its store (Redis); alone never; returns the way to stop */

@@ -19,6 +19,7 @@ import type { NodeLifecycle } from '../../../nodes/common/node-lifecycle';
 import { SESSIONS_PATH, type ChargingServiceSimulator } from '../../../simulator/simulator';
 import { clientFor, startSimulator, until } from '../../harness';
 import { fleetSuite } from './fleet-fixture';
+import { pauseWrites } from '../../redis-nemesis';
 import { controlSettings } from '../control/settings';
 
 /** With replicas the node's own store is not used: memory is committed through the leases. */
@@ -117,7 +118,7 @@ describe('charging-control across replicas: one holder per target (real Redis, s
     const rs = [replica(), replica()];
     await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
     for (const on of [true, false, true]) await Promise.all(rs.map((r) => r.link.want(TARGET, on, {})));
-    await until(() => rs.some((r) => r.states.at(-1)?.state === 'charging') && sim.session(TARGET.token) !== null, 'charging', 8_000);
+    await until(() => rs.some((r) => r.states.at(-1)?.state === 'charging') && sim.session(TARGET.token) !== undefined, 'charging', 8_000);
     const stopsBefore = posts('STOP');
     const admin = suite.redis.admin();
     try {
@@ -132,6 +133,20 @@ describe('charging-control across replicas: one holder per target (real Redis, s
       throw e;
     });
     assert.equal(posts('STOP'), stopsBefore + 1, 'one STOP for the off');
+  });
+
+  it('a wish given while Redis takes no writes (a failover, a write pause) is kept once it does, and one replica\'s wishes keep their order', async () => {
+    const rs = [replica(), replica()];
+    await until(() => rs.every((r) => (r.fleet.opened('control:control-node-1')?.replicas() ?? []).length === 2), 'both replicas in the scope', 5_000);
+    await Promise.all(rs.map((r) => r.link.want(TARGET, true, {})));
+    await until(() => sim.session(TARGET.token) !== undefined, 'charging', 8_000);
+    await pauseWrites(suite.redis.url, 1_500); // longer than the command timeout (400 ms) and the socket's (800 ms)
+    // Three wishes on one replica while the pause lasts (wishes on two replicas at once have no order between them).
+    const [off, on, offAgain] = [rs[0].link.want(TARGET, false, { force: true }), rs[0].link.want(TARGET, true, {}), rs[0].link.want(TARGET, false, { force: true })];
+    assert.deepEqual(await Promise.all([off, on, offAgain]), [undefined, undefined, undefined], 'no error: each kept, or replaced by a newer one');
+    await until(() => !sim.session(TARGET.token), 'the STOP the last wish asked for', 8_000);
+    await new Promise((r) => setTimeout(r, 1_000)); // more checks: the last wish stands
+    assert.equal(sim.session(TARGET.token), undefined, `off, as the last wish said: ${JSON.stringify(rs.map((r) => r.states.slice(-4).map((x) => [x.state, x.wanted, x.reason])))}`);
   });
 
   it('a hand-over takes the memory along: the new holder keeps the guard after the STOP its predecessor sent, and sends nothing twice', async () => {

@@ -8,8 +8,10 @@
  * never go back either: each is above the last one and at least Redis's
  * clock in µs, which a restart does not turn back.
  */
+import { monotonicNow } from '../../clock';
 import type { Posted } from '../../coordination/leases';
 import type { FleetConnection } from '../redis/connection';
+import { retryUntil, RIDE_THROUGH_MS, transient } from '../redis/retry';
 import { Script } from '../redis/script';
 
 /** Keeps `text` as the item's newest message under the next number (above the last, at least Redis's clock in µs); returns it. */
@@ -28,13 +30,41 @@ return text`,
 });
 
 export class Inbox {
+  /** per item, the post being tried: a newer one for the same item waits for its attempt in flight, then replaces it */
+  private readonly posting = new Map<string, { replaced: boolean; attempt: Promise<unknown> }>();
+
   constructor(
     private readonly conn: FleetConnection,
     private readonly key: string,
   ) {}
 
-  async post(item: string, text: string): Promise<number> {
-    return Number(await this.conn.eval(POST.call({ inbox: this.key }, { item, text })));
+  /**
+   * Posts, trying again while Redis does not take it (RIDE_THROUGH_MS). Posts
+   * of one item keep their order: a newer one waits for the older one's
+   * attempt in flight (which may land) and the older one is not tried again;
+   * it resolves with null (replaced), so only the newest message counts.
+   */
+  async post(item: string, text: string): Promise<number | null> {
+    const before = this.posting.get(item);
+    const mine = { replaced: false, attempt: Promise.resolve() as Promise<unknown> };
+    this.posting.set(item, mine);
+    if (before) {
+      before.replaced = true;
+      await before.attempt.catch(() => undefined);
+    }
+    const once = (): Promise<number> => {
+      const attempt = this.conn.eval(POST.call({ inbox: this.key }, { item, text })).then(Number);
+      mine.attempt = attempt;
+      return attempt;
+    };
+    try {
+      return await retryUntil(once, { deadline: monotonicNow() + RIDE_THROUGH_MS, now: monotonicNow, stop: (err) => mine.replaced || !transient(err) });
+    } catch (err) {
+      if (mine.replaced) return null;
+      throw err;
+    } finally {
+      if (this.posting.get(item) === mine) this.posting.delete(item);
+    }
   }
 
   /** The newest message of each item (null: none); a Redis failure reads as none (the next cycle reads again). */

@@ -28,6 +28,7 @@ import { debuglog } from 'node:util';
 import { monotonicNow } from '../../clock';
 import type { CommitResult, LeaseChange, LeaseScope, LeaseScopeOptions, Posted, ReleasedItem, ReleaseReason, AcquiredItem } from '../../coordination/leases';
 import { ChargingError } from '../../errors';
+import { retryUntil, RIDE_THROUGH_MS, transient } from '../redis/retry';
 import type { FleetConnection } from '../redis/connection';
 import { FailureReporter } from '../redis/health';
 import type { ScopeKeys } from '../redis/keys';
@@ -152,7 +153,7 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
     return next;
   }
 
-  post(item: string, text: string): Promise<number> {
+  post(item: string, text: string): Promise<number | null> {
     if (!this.inbox) return Promise.reject(new ChargingError('INTERNAL', `Scope ${this.name} takes no messages`));
     return this.inbox.post(item, text);
   }
@@ -200,7 +201,8 @@ export class RedisLeaseScope<S> implements LeaseScope<S> {
   private async changeList(op: '+' | '-', items: string[]): Promise<void> {
     if (this.closed) throw new ChargingError('CLOSED', 'The list was closed');
     if (items.length === 0) return;
-    await this.list.change(op, items);
+    // Idempotent: tried again while Redis does not take it (a failover), so that a wish or a watch given then is kept.
+    await retryUntil(() => this.list.change(op, items), { deadline: monotonicNow() + RIDE_THROUGH_MS, now: monotonicNow, stop: (err) => this.closed || !transient(err) });
     this.ctx.kick();
   }
 

@@ -5,6 +5,8 @@
  * back in step. Two schedules: a write whose reply may be lost is tried again
  * (RETRY), a value another replica is about to write is looked at again (LOOK).
  */
+import { ChargingError } from '../../errors';
+
 export interface Schedule {
   firstMs: number;
   maxMs: number;
@@ -32,6 +34,16 @@ export class Backoff {
     return step / 2 + (this.random() * step) / 2;
   }
 }
+
+/**
+ * How long a write a user asked for (a list change, a message for a holder)
+ * is tried while Redis does not take it (a failover, a reconnect, a write
+ * pause), as a claim is read back: after that its caller gets the error.
+ */
+export const RIDE_THROUGH_MS = 10_000;
+
+/** A Redis failure worth trying again: not a closed connection or a configuration that cannot work. */
+export const transient = (err: unknown): boolean => !(err instanceof ChargingError && (err.code === 'CLOSED' || err.code === 'CONFIG'));
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
