@@ -171,6 +171,8 @@ export class Sentinels {
   /** One sentinel's view of the primary: its address, its flags, its healthy replicas; one round trip. */
   private async ask(s: Endpoint): Promise<SentinelAnswer> {
     const name = this.target.name;
+    // A durable write confirmed while close() lands asks after it: no connection may be opened then (it would outlive close()).
+    if (this.closed) return { sentinel: s, error: 'closed' };
     const client = this.client(s);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<never>((_, reject) => {
