@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { Script } from '../../../nodes/lib/fleet/redis/script';
 import { RedisSentinel } from '../../redis-sentinel';
-import { requireRedis } from '../../redis-server';
-import { delay } from '../../harness';
+import { RedisServer, requireRedis } from '../../redis-server';
+import { delay, freePort, rejection } from '../../harness';
 
 const PASSWORD = 'Data-Pa55:word@x';
 const SENTINEL_PASSWORD = 'Sentinel-Pa55word-9';
@@ -35,6 +35,11 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
   this.timeout(120_000);
   let s: RedisSentinel;
   const open: Array<{ close(): Promise<void> }> = [];
+  const connect = (url: string) => {
+    const c = new FleetConnection({ url, connectTimeoutMs: 1_500, commandTimeoutMs: 1_000, name: 'edge-data' });
+    open.push(c);
+    return c;
+  };
 
   before(async function () {
     requireRedis(this);
@@ -76,6 +81,22 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     assert.deepEqual(onSentinels, [0, 0, 0]);
   });
 
+  it('one sentinel of three refusing the sentinel password: the two that agree are a majority, and the connection is made', async () => {
+    const other = await RedisServer.start({ password: 'Another-Pa55word-7', persist: false });
+    try {
+      const c = connect(s.url({ sentinels: [s.sentinels[0].port, s.sentinels[1].port, other.port] }));
+      assert.equal(await c.run('ping', (r) => r.ping()), 'PONG');
+      assert.equal(c.primary?.primary.port, s.currentPrimary);
+      // With no majority, the refusal is what is said (a CONFIG error: waiting does not help).
+      const dead = await freePort();
+      const c2 = connect(s.url({ sentinels: [s.sentinels[0].port, other.port, dead] }));
+      const err = await rejection(c2.open());
+      assert.equal(err.code, 'CONFIG', err.message);
+      assert.match(err.message, /refused the sentinel password/);
+    } finally {
+      await other.close();
+    }
+  });
 
 
 

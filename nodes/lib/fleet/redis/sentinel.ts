@@ -146,11 +146,6 @@ export class Sentinels {
     const listed = t.sentinels.length;
     const answered = answers.filter((a) => !a.error);
     const at = `${this.options.prefix}: `;
-    const refused = answers.find((a) => a.refused);
-    if (refused) throw new ChargingError('CONFIG', `${at}sentinel ${addr(refused.sentinel)} refused the sentinel password: put it in the URL's query (?sentinelPassword=…), apart from the data nodes' password before the hosts`, { cause: 'SENTINEL_AUTH' });
-    if (answered.length > 0 && answered.every((a) => a.unknown)) {
-      throw new ChargingError('CONFIG', `${at}no sentinel knows a primary named ${t.name} (${answered.length} of ${listed} answered): check the name after the hosts (sentinel monitor <name> in sentinel.conf)`, { cause: 'UNKNOWN_PRIMARY' });
-    }
     const votes = new Map<string, { primary: Endpoint; n: number; replicas: number }>();
     for (const a of answered) {
       if (!a.primary) continue;
@@ -161,6 +156,12 @@ export class Sentinels {
     }
     const best = [...votes.values()].sort((a, b) => b.n - a.n)[0];
     if (best && best.n >= this.majority) return { primary: best.primary, answered: answered.length, listed, replicas: best.replicas };
+    // Only without a majority: one sentinel of three with another password (or a liar saying NOAUTH) does not outvote two that agree.
+    const refused = answers.find((a) => a.refused);
+    if (refused) throw new ChargingError('CONFIG', `${at}sentinel ${addr(refused.sentinel)} refused the sentinel password: put it in the URL's query (?sentinelPassword=…), apart from the data nodes' password before the hosts`, { cause: 'SENTINEL_AUTH' });
+    if (answered.length > 0 && answered.every((a) => a.unknown)) {
+      throw new ChargingError('CONFIG', `${at}no sentinel knows a primary named ${t.name} (${answered.length} of ${listed} answered): check the name after the hosts (sentinel monitor <name> in sentinel.conf)`, { cause: 'UNKNOWN_PRIMARY' });
+    }
     const said = answers.map((a) => `${addr(a.sentinel)}: ${a.primary ? addr(a.primary) : a.unknown ? `no primary named ${t.name}` : (a.error ?? 'no answer')}`).join('; ');
     if (votes.size > 1 || answered.some((a) => a.unknown)) {
       throw new ChargingError('NETWORK', `${at}the sentinels disagree on the primary ${t.name}, no majority of the ${listed} listed names one (${said}); every sentinel in the URL must monitor the same primary`, { cause: 'SENTINELS_DISAGREE', retryable: true });
