@@ -6,6 +6,7 @@
  * (percent-encoding, IPv6, '+' in a password) read as a person means them.
  */
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { Script } from '../../../nodes/lib/fleet/redis/script';
 import { RedisSentinel } from '../../redis-sentinel';
@@ -98,6 +99,27 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     }
   });
 
+  it('a sentinel answering with an address that is no address (a 64 KiB host, port 0): not a vote, and not repeated whole in the error', async () => {
+    const liar = await lyingSentinel('h'.repeat(65_536), '0');
+    const dead = await freePort();
+    try {
+      const c = connect(s.url({ sentinels: [s.sentinels[0].port, liar.port, dead] }));
+      const err = await rejection(c.open());
+      assert.ok(err.message.length < 2_000, `an error of ${err.message.length} characters`);
+      assert.match(err.message, /unreadable/);
+      // Two liars naming the same garbage are no majority either: nothing connects to it.
+      const liar2 = await lyingSentinel('h'.repeat(65_536), '0');
+      try {
+        const c2 = connect(s.url({ sentinels: [s.sentinels[0].port, liar.port, liar2.port] }));
+        const err2 = await rejection(c2.open());
+        assert.equal(err2.causeCode, 'SENTINELS_UNREACHABLE', err2.message);
+      } finally {
+        liar2.close();
+      }
+    } finally {
+      liar.close();
+    }
+  });
 
 
   describe('URLs written by hand', () => {
@@ -106,3 +128,22 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
   });
 });
 
+/** A sentinel that lies (a hostile or broken one): names `host`:`port` for any primary, +OK to anything else. */
+async function lyingSentinel(host: string, port: string): Promise<{ port: number; close(): void }> {
+  const bulk = (x: string) => `$${Buffer.byteLength(x)}\r\n${x}\r\n`;
+  const server = net.createServer((sock) => {
+    sock.on('error', () => undefined);
+    sock.on('data', (d) => {
+      // One answer per command (ioredis sends AUTH, CLIENT SETNAME, then the three questions).
+      for (const cmd of d.toString().split(/\*\d+\r\n/).slice(1)) {
+        const words = cmd.split('\r\n').filter((_, i) => i % 2 === 1).map((w) => w.toUpperCase());
+        if (words[0] === 'SENTINEL' && words[1] === 'GET-MASTER-ADDR-BY-NAME') sock.write(`*2\r\n${bulk(host)}${bulk(port)}`);
+        else if (words[0] === 'SENTINEL' && words[1] === 'MASTER') sock.write(`*2\r\n${bulk('flags')}${bulk('master')}`);
+        else if (words[0] === 'SENTINEL' && words[1] === 'REPLICAS') sock.write('*0\r\n');
+        else sock.write('+OK\r\n');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  return { port: (server.address() as net.AddressInfo).port, close: () => server.close() };
+}

@@ -186,9 +186,13 @@ export class Sentinels {
         return value;
       });
       if (!Array.isArray(byName)) return { sentinel: s, unknown: true };
+      const host = String(byName[0]).toLowerCase();
+      const port = Number(byName[1]);
+      // A broken or hostile sentinel's "address" is no vote, and is not repeated (a megabyte of host name would be, in every message).
+      if (host.length > 253 || !/^[a-z0-9._:-]+$/.test(host) || !Number.isInteger(port) || port < 1 || port > 65535) return { sentinel: s, error: 'an unreadable answer' };
       const flags = fields(master).flags ?? '';
       const healthy = Array.isArray(replicas) ? replicas.filter((r) => !/s_down|o_down|disconnected/.test(fields(r).flags ?? '') && fields(r)['master-link-status'] !== 'err').length : 0;
-      return { sentinel: s, primary: { host: String(byName[0]).toLowerCase(), port: Number(byName[1]) }, failingOver: /failover_in_progress/.test(flags), replicas: healthy };
+      return { sentinel: s, primary: { host, port }, failingOver: /failover_in_progress/.test(flags), replicas: healthy };
     } catch (err) {
       const text = this.options.redact(String((err as Error)?.message ?? err)).slice(0, 200);
       if (/No such master/i.test(text)) return { sentinel: s, unknown: true };
