@@ -11,7 +11,7 @@ import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { Script } from '../../../nodes/lib/fleet/redis/script';
 import { RedisSentinel } from '../../redis-sentinel';
 import { RedisServer, requireRedis } from '../../redis-server';
-import { delay, freePort, rejection } from '../../harness';
+import { delay, freePort, rejection, until } from '../../harness';
 
 const PASSWORD = 'Data-Pa55:word@x';
 const SENTINEL_PASSWORD = 'Sentinel-Pa55word-9';
@@ -121,6 +121,33 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     }
   });
 
+  it('+switch-master heard while connecting (the sentinels asked just before): the connection goes on to the new primary at once', async () => {
+    const c = connect(s.url());
+    await c.open();
+    await delay(300); // subscribed to +switch-master
+    const sentinels = c.sentinels as unknown as { primary(): Promise<unknown> };
+    const ask = sentinels.primary.bind(sentinels);
+    let armed = true;
+    let from = 0;
+    let to = 0;
+    // The answer is taken, then the failover happens before the connection to that (old) primary is made.
+    sentinels.primary = async () => {
+      const found = await ask();
+      if (armed) {
+        armed = false;
+        const fo = await s.failover();
+        from = fo.from;
+        to = fo.to;
+      }
+      return found;
+    };
+    const admin = s.admin(s.currentPrimary);
+    await admin.call('CLIENT', 'KILL', 'TYPE', 'normal'); // drops our connection: the next one asks the sentinels
+    await until(() => !armed && to !== 0, 'the failover', 40_000);
+    // The old primary is demoted some seconds after SENTINEL FAILOVER: until then it would keep our writes.
+    await until(() => c.primary?.primary.port === to && c.health.up, `the connection on the new primary (was ${from})`, 3_000);
+    await s.settle();
+  });
 
   describe('URLs written by hand', () => {
 

@@ -69,6 +69,8 @@ export class FleetConnection {
   readonly sentinels: Sentinels | null;
   /** the primary the sentinels named at the last connection, and the healthy replicas a durable write waits for */
   private found: PrimaryFound | null = null;
+  /** +switch-master heard before the sentinels named `found` (Sentinels.switches) */
+  private foundAfter = 0;
   private serverId: string | null = null;
   private readonly serverListeners = new Set<() => void>();
   /** durable writes a primary acknowledged that were not taken as done (it was being replaced) */
@@ -268,7 +270,10 @@ export class FleetConnection {
         ? { host: t.host, port: t.port, tls: t.tls ? { servername: isIp(t.host) ? undefined : t.host, ...(options.tls ?? {}) } : undefined }
         : {
             // The primary the sentinels agree on, at every connection (sentinel.ts); `tls` here only says the stream is TLS.
-            Connector: primaryConnector(this.sentinels as Sentinels, options.tls, (found) => (this.found = found)),
+            Connector: primaryConnector(this.sentinels as Sentinels, options.tls, (found, switchesBefore) => {
+              this.found = found;
+              this.foundAfter = switchesBefore;
+            }),
             tls: t.tls ? (options.tls ?? {}) : undefined,
           };
     return {
@@ -299,6 +304,12 @@ export class FleetConnection {
 
   private listen(): void {
     this.redis.on('ready', () => {
+      // A +switch-master heard while the connector asked and connected (dropLiveConnection cannot end a connection
+      // being made): this one is to the primary being replaced, which keeps taking writes until it is demoted.
+      if (this.sentinels && this.sentinels.switches !== this.foundAfter) {
+        this.dropLiveConnection();
+        return;
+      }
       this.everUp = true;
       this.lastError = null;
       this.markUp();

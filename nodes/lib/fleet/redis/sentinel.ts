@@ -79,11 +79,17 @@ export class Sentinels {
   private closed = false;
   /** monotonic ms since a sentinel says a failover is under way (null: none does) */
   private failingSince: number | null = null;
+  /** +switch-master messages heard so far: a connection made on an answer older than the last one is to a primary being replaced */
+  private switchCount = 0;
 
   constructor(
     readonly target: SentinelTarget,
     private readonly options: SentinelsOptions,
   ) {}
+
+  get switches(): number {
+    return this.switchCount;
+  }
 
   /** Asks every listed sentinel at once, each bounded by timeoutMs. */
   async askAll(): Promise<SentinelAnswer[]> {
@@ -123,7 +129,9 @@ export class Sentinels {
     for (const s of this.target.sentinels) {
       const sub = this.client(s, { subscriber: true });
       sub.on('message', (channel: string, text: string) => {
-        if (!this.closed && channel === '+switch-master' && String(text).split(' ')[0] === this.target.name) onSwitch();
+        if (this.closed || channel !== '+switch-master' || String(text).split(' ')[0] !== this.target.name) return;
+        this.switchCount++;
+        onSwitch();
       });
       // Subscribed again after each reconnection (ioredis's autoResubscribe).
       sub.subscribe('+switch-master').catch(() => undefined);
@@ -235,8 +243,8 @@ function fields(reply: unknown): Record<string, string> {
   return o;
 }
 
-/** What the connector tells of each primary it connects to. */
-export type PrimaryListener = (found: PrimaryFound) => void;
+/** What the connector tells of each primary it connects to, and how many +switch-master had been heard before the sentinels were asked. */
+export type PrimaryListener = (found: PrimaryFound, switchesBefore: number) => void;
 
 /**
  * An ioredis connector (its `Connector` option) that connects to the primary
@@ -260,7 +268,9 @@ export function primaryConnector(sentinels: Sentinels, tlsOptions: TlsOptions | 
       this.connecting = true;
       const backoff = new Backoff({ firstMs: 100, maxMs: 2_000 });
       let found: PrimaryFound | null = null;
+      let switchesBefore = sentinels.switches;
       while (!found) {
+        switchesBefore = sentinels.switches;
         try {
           found = await sentinels.primary();
         } catch (err) {
@@ -274,7 +284,7 @@ export function primaryConnector(sentinels: Sentinels, tlsOptions: TlsOptions | 
       const stream = sentinels.target.tls ? tls.connect({ host, port, servername: isIp(host) ? undefined : host, ...(tlsOptions ?? {}) }) : net.createConnection({ host, port });
       stream.once('error', (err) => (this.firstError = err));
       this.stream = stream;
-      onPrimary(found);
+      onPrimary(found, switchesBefore);
       return stream;
     }
   };
