@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { FleetConnection } from '../../../nodes/lib/fleet/redis/connection';
 import { Script } from '../../../nodes/lib/fleet/redis/script';
+import { parseRedisUrl, type SentinelTarget } from '../../../nodes/lib/fleet/redis/url';
+import { ChargingError } from '../../../nodes/lib/errors';
 import { RedisSentinel } from '../../redis-sentinel';
 import { RedisServer, requireRedis } from '../../redis-server';
 import { delay, freePort, rejection, until } from '../../harness';
@@ -150,8 +152,37 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
   });
 
   describe('URLs written by hand', () => {
+    it('a redis:// password that is not properly %-encoded: a CONFIG error naming the field, not a URIError', () => {
+      assert.throws(
+        () => parseRedisUrl('redis://:s3cret%ZZ@h1:6379'),
+        (e: unknown) => e instanceof ChargingError && e.code === 'CONFIG' && /%-encoded/.test(e.message) && !e.message.includes('s3cret'),
+      );
+    });
 
+    it("a '+' in sentinelPassword is a '+' (as in the data password before the hosts), %2B too", () => {
+      const t = parseRedisUrl('redis-sentinel://:a+b@h1,h2,h3/m?sentinelPassword=c+d%2Be') as SentinelTarget;
+      assert.equal(t.password, 'a+b');
+      assert.equal(t.sentinelPassword, 'c+d+e');
+    });
 
+    it('one IPv6 sentinel written twice ([::1] and [0:0:0:0:0:0:0:1]) is refused: it would vote twice', () => {
+      assert.throws(() => parseRedisUrl('redis-sentinel://[::1],[0:0:0:0:0:0:0:1],h3/m'), /lists \[::1\]:26379 twice/);
+      assert.throws(() => parseRedisUrl('redis-sentinel://[:::::],h3/m'), /\[IPv6\] address/);
+      assert.throws(() => parseRedisUrl(`redis-sentinel://${'a'.repeat(300)},h2/m`), (e: unknown) => e instanceof ChargingError && e.message.length < 400);
+      const t = parseRedisUrl('redis-sentinel://[0:0::1]:26380,[FE80::A],h3/m') as SentinelTarget;
+      assert.deepEqual(
+        t.sentinels.map((x) => x.host),
+        ['::1', 'fe80::a', 'h3'],
+      );
+    });
+
+    it('an unknown query word is named only when it is a plain word (a misplaced password is not repeated)', () => {
+      assert.throws(() => parseRedisUrl('redis-sentinel://h1/m?sentinelpasword=x'), /not sentinelpasword/);
+      assert.throws(
+        () => parseRedisUrl('redis-sentinel://h1/m?S3cret-Pa55%21'),
+        (e: unknown) => e instanceof ChargingError && e.code === 'CONFIG' && !/S3cret|Pa55/.test(e.message),
+      );
+    });
   });
 });
 
