@@ -101,6 +101,25 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     }
   });
 
+  it("a wrong or missing data password is told apart from the sentinels' (which password, and where it goes), with no password in it", async () => {
+    const wrong = s.url().replace(encodeURIComponent(PASSWORD), 'Wrong-Data-Pa55');
+    const none = s.url().replace(`:${encodeURIComponent(PASSWORD)}@`, '');
+    const said: string[] = [];
+    for (const [url, cause, words] of [
+      [wrong, 'WRONGPASS', /primary refused the data nodes' user name or password \(the one before the hosts; the sentinels accepted theirs\)/],
+      [none, 'NOAUTH', /primary needs the data nodes' password: put it before the hosts \(redis-sentinel:\/\/:password@/],
+    ] as const) {
+      const err = await rejection(connect(url).open());
+      assert.equal(err.code, 'CONFIG', err.message);
+      assert.equal(err.causeCode, cause, err.message);
+      assert.match(err.message, words);
+      said.push(err.message);
+    }
+    const sentinelRefused = await rejection(connect(s.url({ sentinelPassword: 'Wrong-Sentinel-Pa55' })).open());
+    assert.equal(sentinelRefused.causeCode, 'SENTINEL_AUTH');
+    for (const text of [...said, sentinelRefused.message]) for (const secret of [PASSWORD, SENTINEL_PASSWORD, 'Wrong-Data-Pa55', 'Wrong-Sentinel-Pa55']) assert.ok(!text.includes(secret), text);
+  });
+
   it('a sentinel answering with an address that is no address (a 64 KiB host, port 0): not a vote, and not repeated whole in the error', async () => {
     const liar = await lyingSentinel('h'.repeat(65_536), '0');
     const dead = await freePort();

@@ -213,7 +213,7 @@ export class FleetConnection {
 
   /** Any failure from ioredis or Redis as a ChargingError (errors.ts). */
   toError(err: unknown, what: string): ChargingError {
-    return redisError(err, what, { prefix: this.prefix(), tls: this.target.tls, redact: (t) => this.redact(t) });
+    return redisError(err, what, { prefix: this.prefix(), tls: this.target.tls, redact: (t) => this.redact(t), sentinel: this.target.kind === 'sentinel' });
   }
 
   /** The script and WAIT in one round trip; then, unless every healthy replica acknowledged it, the sentinels decide. */
