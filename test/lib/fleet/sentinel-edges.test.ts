@@ -142,31 +142,41 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     }
   });
 
+  /** The sentinels' answer is taken, then SENTINEL FAILOVER runs before the connection to that (old) primary is made. */
+  const failoverAfterAsking = (c: FleetConnection) => {
+    const sentinels = c.sentinels as unknown as { primary(): Promise<unknown> };
+    const ask = sentinels.primary.bind(sentinels);
+    const state = { armed: true, from: 0, to: 0 };
+    sentinels.primary = async () => {
+      const found = await ask();
+      if (state.armed) {
+        state.armed = false;
+        Object.assign(state, await s.failover());
+      }
+      return found;
+    };
+    return state;
+  };
+
   it('+switch-master heard while connecting (the sentinels asked just before): the connection goes on to the new primary at once', async () => {
     const c = connect(s.url());
     await c.open();
     await delay(300); // subscribed to +switch-master
-    const sentinels = c.sentinels as unknown as { primary(): Promise<unknown> };
-    const ask = sentinels.primary.bind(sentinels);
-    let armed = true;
-    let from = 0;
-    let to = 0;
-    // The answer is taken, then the failover happens before the connection to that (old) primary is made.
-    sentinels.primary = async () => {
-      const found = await ask();
-      if (armed) {
-        armed = false;
-        const fo = await s.failover();
-        from = fo.from;
-        to = fo.to;
-      }
-      return found;
-    };
+    const fo = failoverAfterAsking(c);
     const admin = s.admin(s.currentPrimary);
     await admin.call('CLIENT', 'KILL', 'TYPE', 'normal'); // drops our connection: the next one asks the sentinels
-    await until(() => !armed && to !== 0, 'the failover', 40_000);
+    await until(() => fo.to !== 0, 'the failover', 40_000);
     // The old primary is demoted some seconds after SENTINEL FAILOVER: until then it would keep our writes.
-    await until(() => c.primary?.primary.port === to && c.health.up, `the connection on the new primary (was ${from})`, 3_000);
+    await until(() => c.primary?.primary.port === fo.to && c.health.up, `the connection on the new primary (was ${fo.from})`, 3_000);
+    await s.settle();
+  });
+
+  it('+switch-master heard during the very first connection: the same', async () => {
+    const c = connect(s.url());
+    const fo = failoverAfterAsking(c);
+    await c.open().catch(() => undefined); // it may be refused (the ready check of a demoted primary) and made again
+    await until(() => fo.to !== 0, 'the failover', 40_000);
+    await until(() => c.primary?.primary.port === fo.to && c.health.up, `the connection on the new primary (was ${fo.from})`, 3_000);
     await s.settle();
   });
 

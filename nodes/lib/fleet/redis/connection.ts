@@ -124,6 +124,8 @@ export class FleetConnection {
    */
   open(): Promise<void> {
     if (this.closed) return Promise.reject(this.closedError());
+    // Watched from before the first connection: a failover while it is made must not leave it on the old primary.
+    this.sentinels?.watch(() => this.moveToNewPrimary());
     this.firstReady ??= new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         cleanup();
@@ -313,8 +315,6 @@ export class FleetConnection {
       this.everUp = true;
       this.lastError = null;
       this.markUp();
-      // A failover moves the connection at once; the READONLY of a demoted primary and WAIT catch the rest.
-      this.sentinels?.watch(() => this.moveToNewPrimary());
       void this.identify();
     });
     // ioredis emits 'error' for connection failures: an EventEmitter without a listener would throw.
