@@ -120,6 +120,19 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     for (const text of [...said, sentinelRefused.message]) for (const secret of [PASSWORD, SENTINEL_PASSWORD, 'Wrong-Data-Pa55', 'Wrong-Sentinel-Pa55']) assert.ok(!text.includes(secret), text);
   });
 
+  it('one sentinel listed under two names (127.0.0.1 and localhost) has one vote: with the third away, no majority', async () => {
+    const dead = await freePort();
+    const p0 = s.sentinels[0].port;
+    const url = s.url({ sentinels: [p0, dead] }).replace(`,127.0.0.1:${dead}`, `,localhost:${p0},127.0.0.1:${dead}`);
+    const err = await rejection(connect(url).open());
+    assert.equal(err.causeCode, 'SENTINELS_UNREACHABLE', err.message);
+    assert.match(err.message, new RegExp(`localhost:${p0}: the same sentinel as 127\\.0\\.0\\.1:${p0}`));
+    // Three distinct sentinels, one of them under its other name: a majority still.
+    const c = connect(s.url({ sentinels: [p0, s.sentinels[1].port] }).replace(`:${s.sentinels[1].port}`, `:${s.sentinels[1].port},localhost:${s.sentinels[2].port}`));
+    assert.equal(await c.run('ping', (r) => r.ping()), 'PONG');
+    assert.equal(c.primary?.answered, 3);
+  });
+
   it('a sentinel answering with an address that is no address (a 64 KiB host, port 0): not a vote, and not repeated whole in the error', async () => {
     const liar = await lyingSentinel('h'.repeat(65_536), '0');
     const dead = await freePort();

@@ -43,6 +43,8 @@ export interface SentinelAnswer {
   error?: string;
   /** it refused the sentinel credentials */
   refused?: boolean;
+  /** its run id (INFO server): the same sentinel under two names in the URL is one vote */
+  id?: string;
 }
 
 /** The primary the sentinels agree on. */
@@ -93,7 +95,14 @@ export class Sentinels {
 
   /** Asks every listed sentinel at once, each bounded by timeoutMs. */
   async askAll(): Promise<SentinelAnswer[]> {
-    return Promise.all(this.target.sentinels.map((s) => this.ask(s)));
+    const answers = await Promise.all(this.target.sentinels.map((s) => this.ask(s)));
+    // 127.0.0.1 and localhost, a name and its address: one sentinel cut off from its peers would otherwise be a majority alone.
+    const seen = new Map<string, Endpoint>();
+    return answers.map((a) => {
+      const first = a.id && !a.error ? seen.get(a.id) : undefined;
+      if (a.id && !a.error && !first) seen.set(a.id, a.sentinel);
+      return first ? { sentinel: a.sentinel, error: `the same sentinel as ${addr(first)}` } : a;
+    });
   }
 
   /** The primary a majority of the listed sentinels names; else a ChargingError saying why none. */
@@ -188,19 +197,21 @@ export class Sentinels {
       timer = setTimeout(() => reject(new Error(`no answer within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
     });
     try {
-      const results = await Promise.race([client.pipeline().call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).call('SENTINEL', 'MASTER', name).call('SENTINEL', 'REPLICAS', name).exec(), bound]);
-      const [byName, master, replicas] = (results ?? []).map(([err, value]) => {
+      const results = await Promise.race([client.pipeline().call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).call('SENTINEL', 'MASTER', name).call('SENTINEL', 'REPLICAS', name).info('server').exec(), bound]);
+      const [byName, master, replicas] = (results ?? []).slice(0, 3).map(([err, value]) => {
         if (err) throw err;
         return value;
       });
-      if (!Array.isArray(byName)) return { sentinel: s, unknown: true };
+      // Without it (INFO denied by an ACL), the answer still counts: only the same-sentinel check is lost.
+      const id = /run_id:([0-9a-f]{40})/.exec(String(results?.[3]?.[1] ?? ''))?.[1];
+      if (!Array.isArray(byName)) return { sentinel: s, unknown: true, id };
       const host = String(byName[0]).toLowerCase();
       const port = Number(byName[1]);
       // A broken or hostile sentinel's "address" is no vote, and is not repeated (a megabyte of host name would be, in every message).
       if (host.length > 253 || !/^[a-z0-9._:-]+$/.test(host) || !Number.isInteger(port) || port < 1 || port > 65535) return { sentinel: s, error: 'an unreadable answer' };
       const flags = fields(master).flags ?? '';
       const healthy = Array.isArray(replicas) ? replicas.filter((r) => !/s_down|o_down|disconnected/.test(fields(r).flags ?? '') && fields(r)['master-link-status'] !== 'err').length : 0;
-      return { sentinel: s, primary: { host, port }, failingOver: /failover_in_progress/.test(flags), replicas: healthy };
+      return { sentinel: s, primary: { host, port }, failingOver: /failover_in_progress/.test(flags), replicas: healthy, id };
     } catch (err) {
       const text = this.options.redact(String((err as Error)?.message ?? err)).slice(0, 200);
       if (/No such master/i.test(text)) return { sentinel: s, unknown: true };
