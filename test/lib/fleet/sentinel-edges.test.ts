@@ -155,6 +155,21 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     }
   });
 
+  it('a majority naming a primary that cannot be reached: the error names that address, and nothing else connects', async () => {
+    const dead = await freePort();
+    const liars = [await lyingSentinel('127.0.0.1', String(dead)), await lyingSentinel('127.0.0.1', String(dead))];
+    try {
+      const c = connect(s.url({ sentinels: [s.sentinels[0].port, ...liars.map((l) => l.port)] }));
+      const err = await rejection(c.open());
+      assert.equal(err.code, 'NETWORK', err.message);
+      assert.match(err.message, new RegExp(`the primary the sentinels name, 127\\.0\\.0\\.1:${dead}: could not reach Redis \\(ECONNREFUSED\\)`));
+      assert.equal(c.health.up, false);
+      assert.equal(c.primary?.primary.port, dead, 'the majority is followed: the real sentinel alone does not decide');
+    } finally {
+      for (const l of liars) l.close();
+    }
+  });
+
   /** The sentinels' answer is taken, then SENTINEL FAILOVER runs before the connection to that (old) primary is made. */
   const failoverAfterAsking = (c: FleetConnection) => {
     const sentinels = c.sentinels as unknown as { primary(): Promise<unknown> };

@@ -320,7 +320,9 @@ export class FleetConnection {
     // ioredis emits 'error' for connection failures: an EventEmitter without a listener would throw.
     this.redis.on('error', (err: unknown) => {
       if (this.closed) return;
-      this.lastError = this.toError(err, 'connect');
+      // On Sentinel, which server failed: the sentinels may name one this machine cannot reach (announce-ip, NAT).
+      const f = this.found;
+      this.lastError = this.toError(err, f ? `connect: the primary the sentinels name, ${f.primary.host}:${f.primary.port}` : 'connect');
       this.markDown(this.lastError.message);
     });
     this.redis.on('close', () => {
