@@ -208,6 +208,21 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     await s.settle();
   });
 
+  it('a failover: each sentinel announces it (three +switch-master, seconds apart), and the connection moves once', async () => {
+    const c = connect(s.url());
+    await c.open();
+    await delay(300);
+    const redis = (c as unknown as { redis: { on(e: string, f: () => void): void } }).redis;
+    let drops = 0;
+    redis.on('close', () => drops++);
+    const fo = await s.failover();
+    await until(() => c.primary?.primary.port === fo.to && c.health.up, 'the connection on the new primary', 5_000);
+    // The other sentinels learn the switch from the first one's hello messages (every 2 s) and announce it in turn.
+    await delay(4_500);
+    assert.equal(drops, 1, 'dropped again by the later announcements of the same switch');
+    await s.settle();
+  });
+
   describe('URLs written by hand', () => {
     it('a redis:// password that is not properly %-encoded: a CONFIG error naming the field, not a URIError', () => {
       assert.throws(

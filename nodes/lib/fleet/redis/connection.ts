@@ -28,8 +28,8 @@ import { monotonicNow } from '../../clock';
 import { redisError } from './errors';
 import { Health, type FleetHealth, type HealthListener } from './health';
 import type { ScriptCall } from './script';
-import { primaryConnector, Sentinels, type PrimaryFound } from './sentinel';
-import { isIp, parseRedisUrl, type RedisTarget } from './url';
+import { primaryConnector, same, Sentinels, type PrimaryFound } from './sentinel';
+import { isIp, parseRedisUrl, type Endpoint, type RedisTarget } from './url';
 
 /** NODE_DEBUG=charging-fleet: each durable write a primary acknowledged that did not stand (sentinel.ts), and each change of server. */
 const trace = debuglog('charging-fleet');
@@ -125,7 +125,7 @@ export class FleetConnection {
   open(): Promise<void> {
     if (this.closed) return Promise.reject(this.closedError());
     // Watched from before the first connection: a failover while it is made must not leave it on the old primary.
-    this.sentinels?.watch(() => this.moveToNewPrimary());
+    this.sentinels?.watch((to) => this.moveToNewPrimary(to));
     this.firstReady ??= new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         cleanup();
@@ -308,7 +308,9 @@ export class FleetConnection {
     this.redis.on('ready', () => {
       // A +switch-master heard while the connector asked and connected (dropLiveConnection cannot end a connection
       // being made): this one is to the primary being replaced, which keeps taking writes until it is demoted.
-      if (this.sentinels && this.sentinels.switches !== this.foundAfter) {
+      // Each sentinel announces the same switch in turn: one naming the server connected to is no reason to leave it.
+      const s = this.sentinels;
+      if (s && s.switches !== this.foundAfter && !same(s.switchedTo, (this.found as PrimaryFound).primary)) {
         this.dropLiveConnection();
         return;
       }
@@ -339,8 +341,10 @@ export class FleetConnection {
   }
 
   /** +switch-master: connected, drop the connection (the next one asks the sentinels); waiting to reconnect, reconnect now. */
-  private moveToNewPrimary(): void {
+  private moveToNewPrimary(to: Endpoint): void {
     if (this.closed) return;
+    // The same switch announced by the next sentinel: the connection is on that primary already.
+    if (this.redis.status === 'ready' && this.found && same(to, this.found.primary)) return;
     if (this.redis.status === 'reconnecting') this.redis.connect().catch(() => undefined);
     else this.dropLiveConnection();
   }

@@ -72,7 +72,7 @@ export interface SentinelsOptions {
 export const FAILOVER_GRACE_MS = 5_000;
 
 const addr = (e: Endpoint) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`;
-const same = (a: Endpoint | undefined, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
+export const same = (a: Endpoint | undefined | null, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
 
 /** The sentinels of one URL: one command connection each (kept), and one subscription each for +switch-master once watched. */
 export class Sentinels {
@@ -83,6 +83,8 @@ export class Sentinels {
   private failingSince: number | null = null;
   /** +switch-master messages heard so far: a connection made on an answer older than the last one is to a primary being replaced */
   private switchCount = 0;
+  /** the primary the last +switch-master named */
+  private switchTo: Endpoint | null = null;
 
   constructor(
     readonly target: SentinelTarget,
@@ -91,6 +93,10 @@ export class Sentinels {
 
   get switches(): number {
     return this.switchCount;
+  }
+
+  get switchedTo(): Endpoint | null {
+    return this.switchTo;
   }
 
   /** Asks every listed sentinel at once, each bounded by timeoutMs. */
@@ -132,15 +138,18 @@ export class Sentinels {
     return { ok: true, replicas, why: '' };
   }
 
-  /** Calls `onSwitch` at every +switch-master of this primary's name, from any sentinel, until close(). */
-  watch(onSwitch: () => void): void {
+  /** Calls `onSwitch` with the new primary at every +switch-master of this primary's name, from any sentinel, until close(). */
+  watch(onSwitch: (to: Endpoint) => void): void {
     if (this.closed || this.watchers.length > 0) return;
     for (const s of this.target.sentinels) {
       const sub = this.client(s, { subscriber: true });
       sub.on('message', (channel: string, text: string) => {
-        if (this.closed || channel !== '+switch-master' || String(text).split(' ')[0] !== this.target.name) return;
+        // "<name> <old ip> <old port> <new ip> <new port>"
+        const [name, , , host, port] = String(text).split(' ');
+        if (this.closed || channel !== '+switch-master' || name !== this.target.name) return;
         this.switchCount++;
-        onSwitch();
+        this.switchTo = { host: String(host).toLowerCase(), port: Number(port) };
+        onSwitch(this.switchTo);
       });
       // Subscribed again after each reconnection (ioredis's autoResubscribe).
       sub.subscribe('+switch-master').catch(() => undefined);
