@@ -248,6 +248,16 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
       );
     });
 
+    it('a raw / ? or # in the data password: the error says it must be %-encoded, and shows no part of it', () => {
+      for (const pw of ['Xq/Zw-S3cret', 'Xq?Zw-S3cret', 'Xq#Zw-S3cret']) {
+        assert.throws(
+          () => parseRedisUrl(`redis-sentinel://:${pw}@h1,h2,h3/m`),
+          (e: unknown) => e instanceof ChargingError && e.code === 'CONFIG' && /must be %-encoded \(%2F %3F %23 %40\)/.test(e.message) && !/Xq|Zw|S3cret/.test(e.message),
+          pw,
+        );
+      }
+    });
+
     it('an unknown query word is named only when it is a plain word (a misplaced password is not repeated)', () => {
       assert.throws(() => parseRedisUrl('redis-sentinel://h1/m?sentinelpasword=x'), /not sentinelpasword/);
       assert.throws(

@@ -95,7 +95,14 @@ function parseSentinelUrl(text: string, tls: boolean): SentinelTarget {
   const path = slash < 0 ? '' : beforeQuery.slice(slash + 1);
   const at = authority.lastIndexOf('@');
   const userinfo = at < 0 ? '' : authority.slice(0, at);
-  const sentinels = endpointsOf(at < 0 ? authority : authority.slice(at + 1));
+  let sentinels: Endpoint[];
+  try {
+    sentinels = endpointsOf(at < 0 ? authority : authority.slice(at + 1));
+  } catch (err) {
+    // A raw / ? or # in a password cuts the hosts short before its '@': the hosts look wrong, the password is the cause.
+    if (at >= 0 || !rest.includes('@')) throw err;
+    throw configError(`${(err as Error).message.replace(/^Coordinate replicas: /, '')}; a password with / ? # or @ in it must be %-encoded (%2F %3F %23 %40)`);
+  }
   const name = decoded(path.replace(/\/$/, ''), 'the primary name');
   if (!PRIMARY_NAME.test(name)) throw configError(`the Sentinel URL must name the primary after the hosts (${scheme}://host1:26379,host2:26379,host3:26379/mymaster): letters, digits, . _ : - (up to 64)`);
   const query = queryOf(queryAt < 0 ? '' : noHash.slice(queryAt + 1));
