@@ -84,6 +84,23 @@ describe('fleet: Redis Sentinel at its edges (real primary, replica and three se
     assert.deepEqual(onSentinels, [0, 0, 0]);
   });
 
+  it('one sentinel frozen (SIGSTOP) while durable writes are confirmed by the sentinels: they go on, and its questions do not pile up', async () => {
+    const c = connect(s.url());
+    await c.open();
+    const frozen = s.sentinels[2];
+    frozen.proc?.kill('SIGSTOP');
+    try {
+      for (let i = 0; i < 12; i++) {
+        (c.primary as { replicas: number }).replicas = 0; // confirmed by the sentinels: the frozen one is asked each time
+        assert.equal(await c.eval(MARK.call({ key: `edge:frozen:${i}` }, { value: '1' })), 1);
+      }
+      const kept = (c.sentinels as unknown as { clients: Map<string, { commandQueue: { length: number } }> }).clients.get(`127.0.0.1:${frozen.port}`);
+      assert.ok((kept?.commandQueue.length ?? 0) <= 4, `${kept?.commandQueue.length} questions queued for the frozen sentinel`);
+    } finally {
+      frozen.proc?.kill('SIGCONT');
+    }
+  });
+
   it('one sentinel of three refusing the sentinel password: the two that agree are a majority, and the connection is made', async () => {
     const other = await RedisServer.start({ password: 'Another-Pa55word-7', persist: false });
     try {

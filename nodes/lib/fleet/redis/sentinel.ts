@@ -223,9 +223,15 @@ export class Sentinels {
       return { sentinel: s, primary: { host, port }, failingOver: /failover_in_progress/.test(flags), replicas: healthy, id };
     } catch (err) {
       const text = this.options.redact(String((err as Error)?.message ?? err)).slice(0, 200);
+      // A silent sentinel (frozen, or cut off without a reset) would keep every unanswered question queued on this
+      // connection for as long as it stays silent: dropped, and the next question opens a new one.
+      if (/no answer within|Command timed out/.test(text) && this.clients.get(addr(s)) === client) {
+        this.clients.delete(addr(s));
+        client.disconnect();
+      }
       if (/No such master/i.test(text)) return { sentinel: s, unknown: true };
       if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(text)) return { sentinel: s, refused: true, error: 'refused the credentials' };
-      return { sentinel: s, error: /ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|no answer within|Connection is closed|Stream isn't writeable/.test(text) ? (/(ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)/.exec(text)?.[1] ?? 'no answer in time') : text };
+      return { sentinel: s, error: /ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|no answer within|Command timed out|Connection is closed|Stream isn't writeable/.test(text) ? (/(ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)/.exec(text)?.[1] ?? 'no answer in time') : text };
     } finally {
       clearTimeout(timer);
     }
