@@ -70,6 +70,8 @@ export interface SentinelsOptions {
 
 /** How long a failover a sentinel says is under way keeps a durable write from counting (see stillPrimary). */
 export const FAILOVER_GRACE_MS = 5_000;
+/** A sentinel that gave no answer in time is not waited for again for this long (then asked once more). */
+export const SILENT_MS = 5_000;
 
 const addr = (e: Endpoint) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`;
 export const same = (a: Endpoint | undefined | null, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
@@ -77,6 +79,8 @@ export const same = (a: Endpoint | undefined | null, b: Endpoint) => !!a && a.po
 /** The sentinels of one URL: one command connection each (kept), and one subscription each for +switch-master once watched. */
 export class Sentinels {
   private readonly clients = new Map<string, Redis>();
+  /** monotonic ms until which a sentinel that gave no answer in time counts as not answering, without being waited for */
+  private readonly silentUntil = new Map<string, number>();
   private readonly watchers: Redis[] = [];
   private closed = false;
   /** monotonic ms since a sentinel says a failover is under way (null: none does) */
@@ -200,6 +204,9 @@ export class Sentinels {
     const name = this.target.name;
     // A durable write confirmed while close() lands asks after it: no connection may be opened then (it would outlive close()).
     if (this.closed) return { sentinel: s, error: 'closed' };
+    // Waiting out its timeout at every question would add it to every durable write and reconnection; it counts as
+    // not answering either way, so the majority rule is the same.
+    if ((this.silentUntil.get(addr(s)) ?? 0) > this.options.now()) return { sentinel: s, error: 'no answer in time' };
     const client = this.client(s);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<never>((_, reject) => {
@@ -227,6 +234,7 @@ export class Sentinels {
       // connection for as long as it stays silent: dropped, and the next question opens a new one.
       if (/no answer within|Command timed out/.test(text) && this.clients.get(addr(s)) === client) {
         this.clients.delete(addr(s));
+        this.silentUntil.set(addr(s), this.options.now() + SILENT_MS);
         client.disconnect();
       }
       if (/No such master/i.test(text)) return { sentinel: s, unknown: true };
