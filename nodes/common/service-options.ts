@@ -41,7 +41,7 @@ export interface Credentials {
   clientSecret?: string;
   /** an API gateway's key (password field): sent on service requests only */
   apiKey?: string;
-  /** Coordinate replicas: redis:// or rediss:// URL (may hold a password, so a credential); empty = off */
+  /** Coordinate replicas: redis://, rediss://, redis-sentinel:// or rediss-sentinel:// URL (may hold passwords, so a credential); empty = off */
   coordination?: string;
 }
 
@@ -153,7 +153,8 @@ export interface FleetSettings {
 /**
  * The coordination settings of a configuration, or null when it is off (the
  * default). Throws a CONFIG error naming the field for a URL that is not
- * redis:// or rediss://, or a fleet key it cannot use. Loads no Redis client.
+ * redis://, rediss://, redis-sentinel:// or rediss-sentinel://, or a fleet key
+ * it cannot use. Loads no Redis client.
  */
 export function fleetSettings(RED: NodeAPI, settings: ServiceSettings, typed: Credentials, options: ServiceClientOptions, env: NodeJS.ProcessEnv = process.env): FleetSettings | null {
   const raw = typeof typed.coordination === 'string' ? typed.coordination.trim() : '';

@@ -28,8 +28,8 @@ import { monotonicNow } from '../../clock';
 import { redisError } from './errors';
 import { Health, type FleetHealth, type HealthListener } from './health';
 import type { ScriptCall } from './script';
-import { primaryConnector, Sentinels, type PrimaryFound } from './sentinel';
-import { isIp, parseRedisUrl, type RedisTarget } from './url';
+import { primaryConnector, same, Sentinels, type PrimaryFound } from './sentinel';
+import { isIp, parseRedisUrl, type Endpoint, type RedisTarget } from './url';
 
 /** NODE_DEBUG=charging-fleet: each durable write a primary acknowledged that did not stand (sentinel.ts), and each change of server. */
 const trace = debuglog('charging-fleet');
@@ -69,6 +69,8 @@ export class FleetConnection {
   readonly sentinels: Sentinels | null;
   /** the primary the sentinels named at the last connection, and the healthy replicas a durable write waits for */
   private found: PrimaryFound | null = null;
+  /** +switch-master heard before the sentinels named `found` (Sentinels.switches) */
+  private foundAfter = 0;
   private serverId: string | null = null;
   private readonly serverListeners = new Set<() => void>();
   /** durable writes a primary acknowledged that were not taken as done (it was being replaced) */
@@ -122,6 +124,8 @@ export class FleetConnection {
    */
   open(): Promise<void> {
     if (this.closed) return Promise.reject(this.closedError());
+    // Watched from before the first connection: a failover while it is made must not leave it on the old primary.
+    this.sentinels?.watch((to) => this.moveToNewPrimary(to));
     this.firstReady ??= new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => {
         cleanup();
@@ -211,7 +215,7 @@ export class FleetConnection {
 
   /** Any failure from ioredis or Redis as a ChargingError (errors.ts). */
   toError(err: unknown, what: string): ChargingError {
-    return redisError(err, what, { prefix: this.prefix(), tls: this.target.tls, redact: (t) => this.redact(t) });
+    return redisError(err, what, { prefix: this.prefix(), tls: this.target.tls, redact: (t) => this.redact(t), sentinel: this.target.kind === 'sentinel' });
   }
 
   /** The script and WAIT in one round trip; then, unless every healthy replica acknowledged it, the sentinels decide. */
@@ -268,7 +272,10 @@ export class FleetConnection {
         ? { host: t.host, port: t.port, tls: t.tls ? { servername: isIp(t.host) ? undefined : t.host, ...(options.tls ?? {}) } : undefined }
         : {
             // The primary the sentinels agree on, at every connection (sentinel.ts); `tls` here only says the stream is TLS.
-            Connector: primaryConnector(this.sentinels as Sentinels, options.tls, (found) => (this.found = found)),
+            Connector: primaryConnector(this.sentinels as Sentinels, options.tls, (found, switchesBefore) => {
+              this.found = found;
+              this.foundAfter = switchesBefore;
+            }),
             tls: t.tls ? (options.tls ?? {}) : undefined,
           };
     return {
@@ -299,17 +306,25 @@ export class FleetConnection {
 
   private listen(): void {
     this.redis.on('ready', () => {
+      // A +switch-master heard while the connector asked and connected (dropLiveConnection cannot end a connection
+      // being made): this one is to the primary being replaced, which keeps taking writes until it is demoted.
+      // Each sentinel announces the same switch in turn: one naming the server connected to is no reason to leave it.
+      const s = this.sentinels;
+      if (s && s.switches !== this.foundAfter && !same(s.switchedTo, (this.found as PrimaryFound).primary)) {
+        this.dropLiveConnection();
+        return;
+      }
       this.everUp = true;
       this.lastError = null;
       this.markUp();
-      // A failover moves the connection at once; the READONLY of a demoted primary and WAIT catch the rest.
-      this.sentinels?.watch(() => this.moveToNewPrimary());
       void this.identify();
     });
     // ioredis emits 'error' for connection failures: an EventEmitter without a listener would throw.
     this.redis.on('error', (err: unknown) => {
       if (this.closed) return;
-      this.lastError = this.toError(err, 'connect');
+      // On Sentinel, which server failed: the sentinels may name one this machine cannot reach (announce-ip, NAT).
+      const f = this.found;
+      this.lastError = this.toError(err, f ? `connect: the primary the sentinels name, ${f.primary.host}:${f.primary.port}` : 'connect');
       this.markDown(this.lastError.message);
     });
     this.redis.on('close', () => {
@@ -326,8 +341,10 @@ export class FleetConnection {
   }
 
   /** +switch-master: connected, drop the connection (the next one asks the sentinels); waiting to reconnect, reconnect now. */
-  private moveToNewPrimary(): void {
+  private moveToNewPrimary(to: Endpoint): void {
     if (this.closed) return;
+    // The same switch announced by the next sentinel: the connection is on that primary already.
+    if (this.redis.status === 'ready' && this.found && same(to, this.found.primary)) return;
     if (this.redis.status === 'reconnecting') this.redis.connect().catch(() => undefined);
     else this.dropLiveConnection();
   }

@@ -14,6 +14,8 @@ export interface ErrorContext {
   /** whether the URL asked for TLS (a reset on a plain URL hints at a TLS port) */
   tls: boolean;
   redact(text: string): string;
+  /** a Sentinel URL: it holds two passwords (the data nodes' before the hosts, the sentinels' in the query), so the words say which */
+  sentinel?: boolean;
 }
 
 export function redisError(err: unknown, what: string, ctx: ErrorContext): ChargingError {
@@ -24,9 +26,13 @@ export function redisError(err: unknown, what: string, ctx: ErrorContext): Charg
   const code = typeof e?.code === 'string' ? e.code : '';
   const at = `${ctx.prefix}: ${what}`;
   if (/WRONGPASS|invalid password|invalid username-password/i.test(raw)) {
-    return new ChargingError('CONFIG', `${at}: Redis refused the user name or password in the URL (WRONGPASS)`, { cause: 'WRONGPASS' });
+    const which = ctx.sentinel ? "the primary refused the data nodes' user name or password (the one before the hosts; the sentinels accepted theirs)" : 'Redis refused the user name or password in the URL';
+    return new ChargingError('CONFIG', `${at}: ${which} (WRONGPASS)`, { cause: 'WRONGPASS' });
   }
-  if (/NOAUTH/.test(raw)) return new ChargingError('CONFIG', `${at}: Redis needs a password: put it in the URL (redis://:password@host:port)`, { cause: 'NOAUTH' });
+  if (/NOAUTH/.test(raw)) {
+    const where = ctx.sentinel ? "the primary needs the data nodes' password: put it before the hosts (redis-sentinel://:password@h1:26379,h2:26379,h3:26379/name)" : 'Redis needs a password: put it in the URL (redis://:password@host:port)';
+    return new ChargingError('CONFIG', `${at}: ${where}`, { cause: 'NOAUTH' });
+  }
   if (/NOPERM/.test(raw)) return new ChargingError('CONFIG', `${at}: the Redis user may not run this command (NOPERM): it needs string, hash, set, sorted set, scripting and TIME commands on the fleet's keys`, { cause: 'NOPERM' });
   const tlsCode = tlsFailure(code, raw);
   if (tlsCode) return new ChargingError('NETWORK', `${at}: the TLS handshake failed (${tlsCode}): ${tlsHint(tlsCode)}`, { cause: tlsCode, retryable: true });

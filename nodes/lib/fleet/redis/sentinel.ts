@@ -43,6 +43,8 @@ export interface SentinelAnswer {
   error?: string;
   /** it refused the sentinel credentials */
   refused?: boolean;
+  /** its run id (INFO server): the same sentinel under two names in the URL is one vote */
+  id?: string;
 }
 
 /** The primary the sentinels agree on. */
@@ -68,26 +70,49 @@ export interface SentinelsOptions {
 
 /** How long a failover a sentinel says is under way keeps a durable write from counting (see stillPrimary). */
 export const FAILOVER_GRACE_MS = 5_000;
+/** A sentinel that gave no answer in time is not waited for again for this long (then asked once more). */
+export const SILENT_MS = 5_000;
 
 const addr = (e: Endpoint) => `${e.host.includes(':') ? `[${e.host}]` : e.host}:${e.port}`;
-const same = (a: Endpoint | undefined, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
+export const same = (a: Endpoint | undefined | null, b: Endpoint) => !!a && a.port === b.port && a.host === b.host;
 
 /** The sentinels of one URL: one command connection each (kept), and one subscription each for +switch-master once watched. */
 export class Sentinels {
   private readonly clients = new Map<string, Redis>();
+  /** monotonic ms until which a sentinel that gave no answer in time counts as not answering, without being waited for */
+  private readonly silentUntil = new Map<string, number>();
   private readonly watchers: Redis[] = [];
   private closed = false;
   /** monotonic ms since a sentinel says a failover is under way (null: none does) */
   private failingSince: number | null = null;
+  /** +switch-master messages heard so far: a connection made on an answer older than the last one is to a primary being replaced */
+  private switchCount = 0;
+  /** the primary the last +switch-master named */
+  private switchTo: Endpoint | null = null;
 
   constructor(
     readonly target: SentinelTarget,
     private readonly options: SentinelsOptions,
   ) {}
 
+  get switches(): number {
+    return this.switchCount;
+  }
+
+  get switchedTo(): Endpoint | null {
+    return this.switchTo;
+  }
+
   /** Asks every listed sentinel at once, each bounded by timeoutMs. */
   async askAll(): Promise<SentinelAnswer[]> {
-    return Promise.all(this.target.sentinels.map((s) => this.ask(s)));
+    const answers = await Promise.all(this.target.sentinels.map((s) => this.ask(s)));
+    // 127.0.0.1 and localhost, a name and its address: one sentinel cut off from its peers would otherwise be a majority alone.
+    const seen = new Map<string, Endpoint>();
+    return answers.map((a) => {
+      const first = a.id && !a.error ? seen.get(a.id) : undefined;
+      if (a.id && !a.error && !first) seen.set(a.id, a.sentinel);
+      return first ? { sentinel: a.sentinel, error: `the same sentinel as ${addr(first)}` } : a;
+    });
   }
 
   /** The primary a majority of the listed sentinels names; else a ChargingError saying why none. */
@@ -117,13 +142,18 @@ export class Sentinels {
     return { ok: true, replicas, why: '' };
   }
 
-  /** Calls `onSwitch` at every +switch-master of this primary's name, from any sentinel, until close(). */
-  watch(onSwitch: () => void): void {
+  /** Calls `onSwitch` with the new primary at every +switch-master of this primary's name, from any sentinel, until close(). */
+  watch(onSwitch: (to: Endpoint) => void): void {
     if (this.closed || this.watchers.length > 0) return;
     for (const s of this.target.sentinels) {
       const sub = this.client(s, { subscriber: true });
       sub.on('message', (channel: string, text: string) => {
-        if (!this.closed && channel === '+switch-master' && String(text).split(' ')[0] === this.target.name) onSwitch();
+        // "<name> <old ip> <old port> <new ip> <new port>"
+        const [name, , , host, port] = String(text).split(' ');
+        if (this.closed || channel !== '+switch-master' || name !== this.target.name) return;
+        this.switchCount++;
+        this.switchTo = { host: String(host).toLowerCase(), port: Number(port) };
+        onSwitch(this.switchTo);
       });
       // Subscribed again after each reconnection (ioredis's autoResubscribe).
       sub.subscribe('+switch-master').catch(() => undefined);
@@ -146,11 +176,6 @@ export class Sentinels {
     const listed = t.sentinels.length;
     const answered = answers.filter((a) => !a.error);
     const at = `${this.options.prefix}: `;
-    const refused = answers.find((a) => a.refused);
-    if (refused) throw new ChargingError('CONFIG', `${at}sentinel ${addr(refused.sentinel)} refused the sentinel password: put it in the URL's query (?sentinelPassword=…), apart from the data nodes' password before the hosts`, { cause: 'SENTINEL_AUTH' });
-    if (answered.length > 0 && answered.every((a) => a.unknown)) {
-      throw new ChargingError('CONFIG', `${at}no sentinel knows a primary named ${t.name} (${answered.length} of ${listed} answered): check the name after the hosts (sentinel monitor <name> in sentinel.conf)`, { cause: 'UNKNOWN_PRIMARY' });
-    }
     const votes = new Map<string, { primary: Endpoint; n: number; replicas: number }>();
     for (const a of answered) {
       if (!a.primary) continue;
@@ -161,6 +186,12 @@ export class Sentinels {
     }
     const best = [...votes.values()].sort((a, b) => b.n - a.n)[0];
     if (best && best.n >= this.majority) return { primary: best.primary, answered: answered.length, listed, replicas: best.replicas };
+    // Only without a majority: one sentinel of three with another password (or a liar saying NOAUTH) does not outvote two that agree.
+    const refused = answers.find((a) => a.refused);
+    if (refused) throw new ChargingError('CONFIG', `${at}sentinel ${addr(refused.sentinel)} refused the sentinel password: put it in the URL's query (?sentinelPassword=…), apart from the data nodes' password before the hosts`, { cause: 'SENTINEL_AUTH' });
+    if (answered.length > 0 && answered.every((a) => a.unknown)) {
+      throw new ChargingError('CONFIG', `${at}no sentinel knows a primary named ${t.name} (${answered.length} of ${listed} answered): check the name after the hosts (sentinel monitor <name> in sentinel.conf)`, { cause: 'UNKNOWN_PRIMARY' });
+    }
     const said = answers.map((a) => `${addr(a.sentinel)}: ${a.primary ? addr(a.primary) : a.unknown ? `no primary named ${t.name}` : (a.error ?? 'no answer')}`).join('; ');
     if (votes.size > 1 || answered.some((a) => a.unknown)) {
       throw new ChargingError('NETWORK', `${at}the sentinels disagree on the primary ${t.name}, no majority of the ${listed} listed names one (${said}); every sentinel in the URL must monitor the same primary`, { cause: 'SENTINELS_DISAGREE', retryable: true });
@@ -171,26 +202,44 @@ export class Sentinels {
   /** One sentinel's view of the primary: its address, its flags, its healthy replicas; one round trip. */
   private async ask(s: Endpoint): Promise<SentinelAnswer> {
     const name = this.target.name;
+    // A durable write confirmed while close() lands asks after it: no connection may be opened then (it would outlive close()).
+    if (this.closed) return { sentinel: s, error: 'closed' };
+    // Waiting out its timeout at every question would add it to every durable write and reconnection; it counts as
+    // not answering either way, so the majority rule is the same.
+    if ((this.silentUntil.get(addr(s)) ?? 0) > this.options.now()) return { sentinel: s, error: 'no answer in time' };
     const client = this.client(s);
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${this.options.timeoutMs} ms`)), this.options.timeoutMs);
     });
     try {
-      const results = await Promise.race([client.pipeline().call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).call('SENTINEL', 'MASTER', name).call('SENTINEL', 'REPLICAS', name).exec(), bound]);
-      const [byName, master, replicas] = (results ?? []).map(([err, value]) => {
+      const results = await Promise.race([client.pipeline().call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).call('SENTINEL', 'MASTER', name).call('SENTINEL', 'REPLICAS', name).info('server').exec(), bound]);
+      const [byName, master, replicas] = (results ?? []).slice(0, 3).map(([err, value]) => {
         if (err) throw err;
         return value;
       });
-      if (!Array.isArray(byName)) return { sentinel: s, unknown: true };
+      // Without it (INFO denied by an ACL), the answer still counts: only the same-sentinel check is lost.
+      const id = /run_id:([0-9a-f]{40})/.exec(String(results?.[3]?.[1] ?? ''))?.[1];
+      if (!Array.isArray(byName)) return { sentinel: s, unknown: true, id };
+      const host = String(byName[0]).toLowerCase();
+      const port = Number(byName[1]);
+      // A broken or hostile sentinel's "address" is no vote, and is not repeated (a megabyte of host name would be, in every message).
+      if (host.length > 253 || !/^[a-z0-9._:-]+$/.test(host) || !Number.isInteger(port) || port < 1 || port > 65535) return { sentinel: s, error: 'an unreadable answer' };
       const flags = fields(master).flags ?? '';
       const healthy = Array.isArray(replicas) ? replicas.filter((r) => !/s_down|o_down|disconnected/.test(fields(r).flags ?? '') && fields(r)['master-link-status'] !== 'err').length : 0;
-      return { sentinel: s, primary: { host: String(byName[0]).toLowerCase(), port: Number(byName[1]) }, failingOver: /failover_in_progress/.test(flags), replicas: healthy };
+      return { sentinel: s, primary: { host, port }, failingOver: /failover_in_progress/.test(flags), replicas: healthy, id };
     } catch (err) {
       const text = this.options.redact(String((err as Error)?.message ?? err)).slice(0, 200);
+      // A silent sentinel (frozen, or cut off without a reset) would keep every unanswered question queued on this
+      // connection for as long as it stays silent: dropped, and the next question opens a new one.
+      if (/no answer within|Command timed out/.test(text) && this.clients.get(addr(s)) === client) {
+        this.clients.delete(addr(s));
+        this.silentUntil.set(addr(s), this.options.now() + SILENT_MS);
+        client.disconnect();
+      }
       if (/No such master/i.test(text)) return { sentinel: s, unknown: true };
       if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(text)) return { sentinel: s, refused: true, error: 'refused the credentials' };
-      return { sentinel: s, error: /ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|no answer within|Connection is closed|Stream isn't writeable/.test(text) ? (/(ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)/.exec(text)?.[1] ?? 'no answer in time') : text };
+      return { sentinel: s, error: /ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|no answer within|Command timed out|Connection is closed|Stream isn't writeable/.test(text) ? (/(ECONNREFUSED|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH)/.exec(text)?.[1] ?? 'no answer in time') : text };
     } finally {
       clearTimeout(timer);
     }
@@ -228,8 +277,8 @@ function fields(reply: unknown): Record<string, string> {
   return o;
 }
 
-/** What the connector tells of each primary it connects to. */
-export type PrimaryListener = (found: PrimaryFound) => void;
+/** What the connector tells of each primary it connects to, and how many +switch-master had been heard before the sentinels were asked. */
+export type PrimaryListener = (found: PrimaryFound, switchesBefore: number) => void;
 
 /**
  * An ioredis connector (its `Connector` option) that connects to the primary
@@ -253,7 +302,9 @@ export function primaryConnector(sentinels: Sentinels, tlsOptions: TlsOptions | 
       this.connecting = true;
       const backoff = new Backoff({ firstMs: 100, maxMs: 2_000 });
       let found: PrimaryFound | null = null;
+      let switchesBefore = sentinels.switches;
       while (!found) {
+        switchesBefore = sentinels.switches;
         try {
           found = await sentinels.primary();
         } catch (err) {
@@ -267,7 +318,7 @@ export function primaryConnector(sentinels: Sentinels, tlsOptions: TlsOptions | 
       const stream = sentinels.target.tls ? tls.connect({ host, port, servername: isIp(host) ? undefined : host, ...(tlsOptions ?? {}) }) : net.createConnection({ host, port });
       stream.once('error', (err) => (this.firstError = err));
       this.stream = stream;
-      onPrimary(found);
+      onPrimary(found, switchesBefore);
       return stream;
     }
   };

@@ -11,6 +11,7 @@
  * URL itself is never repeated, only fixed words and the parts a person can
  * check (scheme, hosts, the primary's name).
  */
+import net from 'node:net';
 import { ChargingError } from '../../errors';
 
 export interface Endpoint {
@@ -73,8 +74,8 @@ export function parseRedisUrl(url: string): RedisTarget {
   const port = parsed.port ? Number(parsed.port) : 6379;
   const host = parsed.hostname.replace(/^\[|\]$/g, '');
   const target: ServerTarget = { kind: 'server', host, port, db, tls, where: `${parsed.protocol}//${parsed.host}${db ? `/${db}` : ''}` };
-  if (parsed.username) target.username = decodeURIComponent(parsed.username);
-  if (parsed.password) target.password = decodeURIComponent(parsed.password);
+  if (parsed.username) target.username = decoded(parsed.username, 'the user name');
+  if (parsed.password) target.password = decoded(parsed.password, 'the password');
   return target;
 }
 
@@ -94,11 +95,17 @@ function parseSentinelUrl(text: string, tls: boolean): SentinelTarget {
   const path = slash < 0 ? '' : beforeQuery.slice(slash + 1);
   const at = authority.lastIndexOf('@');
   const userinfo = at < 0 ? '' : authority.slice(0, at);
-  const sentinels = endpointsOf(at < 0 ? authority : authority.slice(at + 1));
+  let sentinels: Endpoint[];
+  try {
+    sentinels = endpointsOf(at < 0 ? authority : authority.slice(at + 1));
+  } catch (err) {
+    // A raw / ? or # in a password cuts the hosts short before its '@': the hosts look wrong, the password is the cause.
+    if (at >= 0 || !rest.includes('@')) throw err;
+    throw configError(`${(err as Error).message.replace(/^Coordinate replicas: /, '')}; a password with / ? # or @ in it must be %-encoded (%2F %3F %23 %40)`);
+  }
   const name = decoded(path.replace(/\/$/, ''), 'the primary name');
   if (!PRIMARY_NAME.test(name)) throw configError(`the Sentinel URL must name the primary after the hosts (${scheme}://host1:26379,host2:26379,host3:26379/mymaster): letters, digits, . _ : - (up to 64)`);
-  const query = new URLSearchParams(queryAt < 0 ? '' : noHash.slice(queryAt + 1));
-  for (const k of query.keys()) if (!SENTINEL_QUERY.has(k)) throw configError(`the Sentinel URL takes db, sentinelPassword and sentinelUsername in its query, not ${k.slice(0, 40).replace(/[^\w-]/g, '?')}`);
+  const query = queryOf(queryAt < 0 ? '' : noHash.slice(queryAt + 1));
   const db = dbOf(query.get('db') ?? '');
   const hosts = sentinels.map((s) => `${s.host.includes(':') ? `[${s.host}]` : s.host}:${s.port}`).join(',');
   const target: SentinelTarget = { kind: 'sentinel', sentinels, name, db, tls, where: `${scheme}://${hosts}/${name}${db ? `?db=${db}` : ''}` };
@@ -113,6 +120,26 @@ function parseSentinelUrl(text: string, tls: boolean): SentinelTarget {
   return target;
 }
 
+/**
+ * The query's words, each %-decoded as the password before the hosts is: a '+' stays a '+' (form decoding would make
+ * the '+' of a base64 sentinel password a space, and the sentinel would refuse it). An unknown word is named only when
+ * it is one (a plain word followed by '='): anything else may be a password put in the wrong place.
+ */
+function queryOf(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of text.split('&')) {
+    if (part === '') continue;
+    const eq = part.indexOf('=');
+    const key = eq < 0 ? part : part.slice(0, eq);
+    if (!SENTINEL_QUERY.has(key)) {
+      const word = eq > 0 && /^[A-Za-z][A-Za-z0-9_]{0,39}$/.test(key) ? key : 'that';
+      throw configError(`the Sentinel URL takes db, sentinelPassword and sentinelUsername in its query, not ${word}`);
+    }
+    if (!out.has(key)) out.set(key, decoded(eq < 0 ? '' : part.slice(eq + 1), `${key} in the query`));
+  }
+  return out;
+}
+
 /** "h1:26379,h2,[::1]:26380" → endpoints (port 26379 when none is given). */
 function endpointsOf(list: string): Endpoint[] {
   if (list === '') throw configError('the Sentinel URL has no sentinel host: redis-sentinel://host1:26379,host2:26379,host3:26379/mymaster');
@@ -123,11 +150,20 @@ function endpointsOf(list: string): Endpoint[] {
     const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+))(?::(\d{1,5}))?$/.exec(part.trim());
     const port = m?.[3] === undefined ? SENTINEL_PORT : Number(m[3]);
     if (!m || port < 1 || port > 65535) throw configError('each sentinel in the Sentinel URL must be host or host:port, separated by commas (redis-sentinel://10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379/mymaster)');
-    const host = (m[1] ?? m[2]).toLowerCase();
-    if (seen.has(`${host}:${port}`)) throw configError(`the Sentinel URL lists ${host}:${port} twice`);
-    seen.add(`${host}:${port}`);
+    // One IPv6 address has many spellings ([::1], [0:0:0:0:0:0:0:1]): written twice, one sentinel would vote twice.
+    const host = m[1] !== undefined ? ipv6(m[1]) : m[2].toLowerCase();
+    if (host === '' || host.length > 253) throw configError('each sentinel in the Sentinel URL must be a host name (up to 253 characters), an IPv4 address or an [IPv6] address');
+    const key = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+    if (seen.has(key)) throw configError(`the Sentinel URL lists ${key} twice`);
+    seen.add(key);
     return { host, port };
   });
+}
+
+/** The address in its one canonical spelling; '' when it is none. */
+function ipv6(text: string): string {
+  if (!net.isIPv6(text)) return '';
+  return new URL(`http://[${text}]/`).hostname.slice(1, -1);
 }
 
 function dbOf(text: string): number {
