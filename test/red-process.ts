@@ -20,7 +20,8 @@ export class RedProcess {
 
   private constructor(
     readonly dataDir: string,
-    readonly port: number,
+    /** its HTTP port: chosen free when prepared, and again when another process took it before a start */
+    public port: number,
   ) {}
 
   /**
@@ -51,15 +52,27 @@ export class RedProcess {
     return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
   }
 
-  /** Starts Node-RED and waits until its flows run. */
+  /**
+   * Starts Node-RED and waits until its flows run. The port was free when it
+   * was chosen; a process started since (a simulator, a Redis, another
+   * replica) may hold it: then another free one, up to three times.
+   */
   async start(): Promise<void> {
-    this.log = '';
-    const child = spawnNodeRed(this.dataDir, this.port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'), this.env);
-    this.child = child;
-    child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
-    await until(() => /Started flows/.test(this.log) || child.exitCode !== null, 'Node-RED to start', 30_000);
-    assert.match(this.log, /Started flows/, `Node-RED did not start:\n${this.log}`);
+    for (let attempt = 1; ; attempt++) {
+      this.log = '';
+      const child = spawnNodeRed(this.dataDir, this.port, 'pipe', path.join(path.dirname(NODE_RED), '..', 'red.js'), this.env);
+      this.child = child;
+      child.stdout?.on('data', (d: Buffer) => (this.log += d.toString()));
+      child.stderr?.on('data', (d: Buffer) => (this.log += d.toString()));
+      await until(() => /Started flows/.test(this.log) || /port in use/.test(this.log) || child.exitCode !== null, 'Node-RED to start', 30_000);
+      if (!/Started flows/.test(this.log) && /port in use/.test(this.log) && attempt < 3) {
+        await this.stop();
+        this.port = await freePort();
+        continue;
+      }
+      assert.match(this.log, /Started flows/, `Node-RED did not start:\n${this.log}`);
+      return;
+    }
   }
 
   /** Stops it (SIGINT: a clean stop; SIGKILL: kill -9) and waits for the exit. */
